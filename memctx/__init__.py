@@ -1,0 +1,39 @@
+"""memctx: memory-enhanced compaction for LLM coding agents.
+
+The public names below are the contract outside code relies on (see docs/ARCHITECTURE.md).
+Everything else lives in private modules and may change.
+"""
+
+from memctx._anatomy import BlockKind, MessageInfo, RoleKind, inspect_message, message_text
+from memctx._config import MemoryContextConfig
+from memctx._config_file import load_config
+from memctx._errors import ConfigError, MemctxError, TranscriptError
+from memctx._pairing import PairingViolation, pairing_violations, repair_tool_pairing
+from memctx._redact import redact
+from memctx._tokens import TokenCounter, estimate_message_tokens, estimate_tokens
+from memctx._transcripts import Transcript, load_transcript, load_transcripts
+
+__all__ = [
+    "BlockKind",
+    "ConfigError",
+    "MemctxError",
+    "MemoryContextConfig",
+    "MessageInfo",
+    "PairingViolation",
+    "RoleKind",
+    "TokenCounter",
+    "Transcript",
+    "TranscriptError",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "inspect_message",
+    "load_config",
+    "load_transcript",
+    "load_transcripts",
+    "message_text",
+    "pairing_violations",
+    "redact",
+    "repair_tool_pairing",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,429 @@
+"""Read any supported message shape without converting it.
+
+memctx takes and returns the caller's own message dicts. This module is the one place that
+knows what the shapes look like:
+
+- OpenAI chat: ``tool_calls[].id`` on assistant messages, ``role: "tool"`` + ``tool_call_id``
+  (SWE-agent trajectories also write ``tool_call_ids: [...]``).
+- Anthropic: ``tool_use {id}`` blocks in assistant content, ``tool_result {tool_use_id}`` blocks
+  in user content; ``thinking`` blocks travel with their assistant message.
+- Pi/OpenClaw: ``toolCall`` / ``toolUse`` / ``tool_use`` / ``functionCall`` blocks,
+  ``role: "toolResult"`` with ``toolCallId``.
+- Gemini: ``parts`` with ``functionCall`` / ``functionResponse`` (ids optional), roles
+  ``user`` / ``model`` / ``function``.
+
+Everything here is read-only and total: malformed input (non-dict entries, a missing role,
+``content: None``, unknown block types) yields an ``UNKNOWN`` kind or empty fields, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "RECALLED_CONTEXT_TAG",
+    "BlockKind",
+    "BlockRef",
+    "MessageInfo",
+    "RoleKind",
+    "inspect_message",
+    "is_recalled_block",
+    "iter_blocks",
+    "message_text",
+    "role_kind",
+    "token_text",
+]
+
+RECALLED_CONTEXT_TAG = "<recalled-context"
+
+
+class RoleKind(StrEnum):
+    """What a message is, independent of its provider's spelling."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"  # a message that is itself a tool result (OpenAI ``tool``, Pi ``toolResult``)
+    UNKNOWN = "unknown"
+
+
+class BlockKind(StrEnum):
+    TEXT = "text"
+    THINKING = "thinking"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    IMAGE = "image"
+    OTHER = "other"
+
+
+_ROLE_KINDS: dict[str, RoleKind] = {
+    "system": RoleKind.SYSTEM,
+    "developer": RoleKind.SYSTEM,
+    "user": RoleKind.USER,
+    "human": RoleKind.USER,
+    "assistant": RoleKind.ASSISTANT,
+    "model": RoleKind.ASSISTANT,  # Gemini
+    "ai": RoleKind.ASSISTANT,
+    "tool": RoleKind.TOOL,
+    "toolResult": RoleKind.TOOL,
+    "tool_result": RoleKind.TOOL,
+    "function": RoleKind.TOOL,  # Gemini's and OpenAI's legacy function-result role
+}
+
+# Block ``type`` spellings. Pi/OpenClaw use several names for the same thing.
+_CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "tool_call", "functionCall"})
+_RESULT_TYPES = frozenset({"tool_result", "toolResult", "functionResponse", "function_response"})
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+_THINKING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
+_IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document", "inlineData"})
+
+# Where a container keeps its blocks: a message's ``content`` list, an OpenAI assistant's
+# ``tool_calls`` list, or Gemini's ``parts`` list.
+CONTENT, TOOL_CALLS, PARTS = "content", "tool_calls", "parts"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRef:
+    """One readable piece of a message, and where it lives.
+
+    ``field`` and ``index`` locate the block (``("content", 2)``, ``("tool_calls", 0)``,
+    ``("parts", 1)``); ``field`` is ``""`` for a whole-message tool result (OpenAI ``tool``,
+    Pi ``toolResult``) or for a plain string ``content``.
+    """
+
+    kind: BlockKind
+    field: str
+    index: int
+    text: str = ""
+    tool_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+    raw_type: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageInfo:
+    """Everything memctx needs to know about one message."""
+
+    role: str
+    kind: RoleKind
+    text: str
+    blocks: tuple[BlockRef, ...]
+    tool_call_ids: tuple[str | None, ...]
+    tool_result_ids: tuple[str | None, ...]
+    tool_names: tuple[str, ...]
+    is_error: bool
+
+    @property
+    def has_tool_calls(self) -> bool:
+        return bool(self.tool_call_ids)
+
+    @property
+    def has_tool_results(self) -> bool:
+        return bool(self.tool_result_ids)
+
+    @property
+    def is_tool_result_only(self) -> bool:
+        """True when the message carries tool results and no text of its own."""
+        if not self.tool_result_ids:
+            return False
+        return not any(b.kind is BlockKind.TEXT and b.text.strip() for b in self.blocks)
+
+
+def role_kind(message: object) -> RoleKind:
+    """Classify a message's role; anything unreadable is ``UNKNOWN``."""
+    if not isinstance(message, Mapping):
+        return RoleKind.UNKNOWN
+    role = message.get("role")
+    if not isinstance(role, str):
+        return RoleKind.UNKNOWN
+    return _ROLE_KINDS.get(role, RoleKind.UNKNOWN)
+
+
+def _as_text(value: Any) -> str:
+    """Flatten a tool result payload or similar value into readable text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(t for t in (_block_text(v) for v in value) if t)
+    if isinstance(value, Mapping):
+        return _block_text(value)
+    return _json_or_str(value)
+
+
+def _block_text(block: Any) -> str:
+    """Text of one nested block inside a tool result: its text, or a JSON dump otherwise."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, Mapping):
+        return "" if block is None else _json_or_str(block)
+    btype = block.get("type")
+    if btype in _IMAGE_TYPES:
+        return ""
+    text = block.get("text")
+    if isinstance(text, str) and (btype in _TEXT_TYPES or (btype is None and len(block) == 1)):
+        return text
+    return _json_or_str(block)
+
+
+def _json_or_str(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _call_arguments_text(args: Any) -> str:
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        return args
+    return _json_or_str(args)
+
+
+def _content_block(block: Any, index: int, field: str) -> BlockRef:
+    """Read one entry of a ``content`` (or Gemini ``parts``) list."""
+    if isinstance(block, str):
+        return BlockRef(BlockKind.TEXT, field, index, text=block, raw_type="str")
+    if not isinstance(block, Mapping):
+        return BlockRef(BlockKind.OTHER, field, index, raw_type=type(block).__name__)
+    btype = block.get("type")
+    raw_type = btype if isinstance(btype, str) else ""
+
+    # Gemini parts carry no ``type``: the key names the part.
+    if btype is None:
+        if isinstance(block.get("functionCall"), Mapping):
+            call = block["functionCall"]
+            return BlockRef(
+                BlockKind.TOOL_CALL,
+                field,
+                index,
+                text=_call_arguments_text(call.get("args")),
+                tool_id=_str_or_none(call.get("id")),
+                tool_name=_str_or_none(call.get("name")),
+                raw_type="functionCall",
+            )
+        if isinstance(block.get("functionResponse"), Mapping):
+            resp = block["functionResponse"]
+            return BlockRef(
+                BlockKind.TOOL_RESULT,
+                field,
+                index,
+                text=_as_text(resp.get("response")),
+                tool_id=_str_or_none(resp.get("id")),
+                tool_name=_str_or_none(resp.get("name")),
+                is_error=_looks_error(resp.get("response")),
+                raw_type="functionResponse",
+            )
+        if isinstance(block.get("text"), str):
+            kind = BlockKind.THINKING if block.get("thought") is True else BlockKind.TEXT
+            return BlockRef(kind, field, index, text=block["text"], raw_type="text")
+        if "inlineData" in block or "fileData" in block:
+            return BlockRef(BlockKind.IMAGE, field, index, raw_type="inlineData")
+        return BlockRef(BlockKind.OTHER, field, index)
+
+    if btype in _TEXT_TYPES:
+        return BlockRef(BlockKind.TEXT, field, index, text=_str(block.get("text")), raw_type=btype)
+    if btype in _THINKING_TYPES:
+        text = block.get("thinking", block.get("text", block.get("summary")))
+        return BlockRef(BlockKind.THINKING, field, index, text=_as_text(text), raw_type=btype)
+    if btype in _CALL_TYPES:
+        args = block.get("input", block.get("arguments", block.get("args")))
+        nested = block.get("functionCall")
+        if isinstance(nested, Mapping):  # {"type": "functionCall", "functionCall": {...}}
+            args = nested.get("args", args)
+        name = block.get("name") or (nested.get("name") if isinstance(nested, Mapping) else None)
+        call_id = block.get("id")
+        if call_id is None and isinstance(nested, Mapping):
+            call_id = nested.get("id")
+        return BlockRef(
+            BlockKind.TOOL_CALL,
+            field,
+            index,
+            text=_call_arguments_text(args),
+            tool_id=_str_or_none(call_id),
+            tool_name=_str_or_none(name),
+            raw_type=btype,
+        )
+    if btype in _RESULT_TYPES:
+        rid = block.get("tool_use_id", block.get("toolCallId", block.get("tool_call_id")))
+        if rid is None:
+            rid = block.get("id")
+        payload = block.get("content", block.get("output", block.get("response")))
+        return BlockRef(
+            BlockKind.TOOL_RESULT,
+            field,
+            index,
+            text=_as_text(payload),
+            tool_id=_str_or_none(rid),
+            tool_name=_str_or_none(block.get("name") or block.get("toolName")),
+            is_error=bool(block.get("is_error") or block.get("isError")),
+            raw_type=btype,
+        )
+    if btype in _IMAGE_TYPES:
+        return BlockRef(BlockKind.IMAGE, field, index, raw_type=btype)
+    # Unknown block types pass through; their readable text still counts for tokens/search.
+    text = block.get("text")
+    return BlockRef(
+        BlockKind.OTHER,
+        field,
+        index,
+        text=text if isinstance(text, str) else "",
+        raw_type=raw_type,
+    )
+
+
+def _openai_call(call: Any, index: int) -> BlockRef:
+    if not isinstance(call, Mapping):
+        return BlockRef(BlockKind.OTHER, TOOL_CALLS, index)
+    fn = call.get("function")
+    fn = fn if isinstance(fn, Mapping) else {}
+    return BlockRef(
+        BlockKind.TOOL_CALL,
+        TOOL_CALLS,
+        index,
+        text=_call_arguments_text(fn.get("arguments")),
+        tool_id=_str_or_none(call.get("id")),
+        tool_name=_str_or_none(fn.get("name") or call.get("name")),
+        raw_type="tool_calls",
+    )
+
+
+def iter_blocks(message: object) -> Iterator[BlockRef]:
+    """Yield every readable piece of ``message`` in order (text, calls, results, ...)."""
+    if not isinstance(message, Mapping):
+        return
+    kind = role_kind(message)
+    content = message.get("content")
+
+    if kind is RoleKind.TOOL and not _content_has_results(content):
+        # OpenAI ``tool`` / Pi ``toolResult`` / legacy ``function``: the message is the result.
+        rid = message.get("tool_call_id", message.get("toolCallId"))
+        ids = message.get("tool_call_ids")
+        if rid is None and isinstance(ids, list) and ids:
+            rid = ids[0]
+        parts = message.get("parts")
+        if isinstance(parts, list):  # Gemini ``function`` role: results live in parts
+            for i, part in enumerate(parts):
+                yield _content_block(part, i, PARTS)
+            return
+        yield BlockRef(
+            BlockKind.TOOL_RESULT,
+            "",
+            -1,
+            text=_as_text(content),
+            tool_id=_str_or_none(rid),
+            tool_name=_str_or_none(message.get("name") or message.get("toolName")),
+            is_error=bool(message.get("isError") or message.get("is_error")),
+            raw_type=str(message.get("role")),
+        )
+        return
+
+    if isinstance(content, str):
+        if content:
+            yield BlockRef(BlockKind.TEXT, "", -1, text=content, raw_type="str")
+    elif isinstance(content, list):
+        for i, block in enumerate(content):
+            yield _content_block(block, i, CONTENT)
+    elif isinstance(content, Mapping):  # a single block instead of a list
+        ref = _content_block(content, -1, "")
+        yield ref
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        for i, part in enumerate(parts):
+            yield _content_block(part, i, PARTS)
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for i, call in enumerate(calls):
+            yield _openai_call(call, i)
+    legacy = message.get("function_call")
+    if isinstance(legacy, Mapping):  # OpenAI's pre-tools function calling: no id
+        yield BlockRef(
+            BlockKind.TOOL_CALL,
+            "function_call",
+            -1,
+            text=_call_arguments_text(legacy.get("arguments")),
+            tool_name=_str_or_none(legacy.get("name")),
+            raw_type="function_call",
+        )
+
+
+def _content_has_results(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") in _RESULT_TYPES for b in content
+    )
+
+
+def inspect_message(message: object) -> MessageInfo:
+    """Read ``message`` once and return its role kind, text and tool ids."""
+    blocks = tuple(iter_blocks(message))
+    role = message.get("role") if isinstance(message, Mapping) else None
+    calls = [b for b in blocks if b.kind is BlockKind.TOOL_CALL]
+    results = [b for b in blocks if b.kind is BlockKind.TOOL_RESULT]
+    names = tuple(b.tool_name for b in calls + results if b.tool_name)
+    text = "\n".join(b.text for b in blocks if b.kind is BlockKind.TEXT and b.text)
+    return MessageInfo(
+        role=role if isinstance(role, str) else "",
+        kind=role_kind(message),
+        text=text,
+        blocks=blocks,
+        tool_call_ids=tuple(b.tool_id for b in calls),
+        tool_result_ids=tuple(b.tool_id for b in results),
+        tool_names=names,
+        is_error=any(b.is_error for b in results),
+    )
+
+
+def message_text(message: object) -> str:
+    """The human-readable text of a message: text blocks, and tool results' payloads.
+
+    Tool-call arguments and thinking are left out: this is the text a reader (or BM25)
+    should see. Use :func:`token_text` for everything that costs tokens.
+    """
+    pieces = [
+        b.text
+        for b in iter_blocks(message)
+        if b.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT) and b.text
+    ]
+    return "\n".join(pieces)
+
+
+def token_text(message: object) -> str:
+    """Every piece of a message that a provider bills: text, thinking, tool names + inputs."""
+    pieces: list[str] = []
+    for b in iter_blocks(message):
+        if b.kind is BlockKind.TOOL_CALL:
+            pieces.append(f"{b.tool_name or ''} {b.text}")
+        elif b.text:
+            pieces.append(b.text)
+    return "\n".join(pieces)
+
+
+def is_recalled_block(message: object) -> bool:
+    """True for a ``<recalled-context>`` message that memctx injected itself."""
+    if role_kind(message) is not RoleKind.USER:
+        return False
+    return message_text(message).lstrip().startswith(RECALLED_CONTEXT_TAG)
+
+
+def _looks_error(response: Any) -> bool:
+    return isinstance(response, Mapping) and "error" in response
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return str(value)

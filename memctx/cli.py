@@ -1,0 +1,102 @@
+"""The ``memctx`` command line.
+
+Commands that exist today: ``check`` (load transcripts, report pairing and redaction) and
+``calibrate`` (token counters against provider-reported usage). ``eval`` runs those
+foundation measurements on the default datasets until the evaluation harness lands; it says
+so when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+DEFAULT_DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+
+
+def _datasets_dir(value: str | None) -> Path:
+    return Path(value or os.environ.get("MEMCTX_DATASETS") or DEFAULT_DATASETS)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from memctx._report_foundation import check_transcripts
+
+    return check_transcripts([Path(p) for p in args.paths], trials=args.trials)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from memctx._report_foundation import calibrate_tokens
+
+    return calibrate_tokens(_datasets_dir(args.datasets), models=args.model)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from memctx._report_foundation import calibrate_tokens, check_transcripts
+
+    root = _datasets_dir(args.datasets)
+    print(
+        "memctx eval: the scenario benchmark (strategies x embeddings, recall accuracy, cost)\n"
+        "arrives with the evaluation-harness issue. Until then this runs the foundation\n"
+        f"measurements on the real transcripts in {root}.\n"
+    )
+    if not root.exists():
+        print(f"error: datasets folder not found: {root} (pass --datasets DIR)", file=sys.stderr)
+        return 2
+    status = check_transcripts(sorted(_transcript_files(root)), trials=args.trials)
+    return status or calibrate_tokens(root, models=["claude-sonnet-4-5"])
+
+
+def _transcript_files(root: Path) -> list[Path]:
+    patterns = ("claude-code/*.jsonl", "swe-agent/*.traj", "*/sample_raw.json")
+    return [p for pattern in patterns for p in root.glob(pattern)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memctx", description="Memory-enhanced compaction for LLM coding agents."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser(
+        "check", help="load transcripts; report messages, pairing violations and redaction hits"
+    )
+    check.add_argument("paths", nargs="+", help="transcript files (Claude Code, SWE-agent, ...)")
+    check.add_argument(
+        "--trials", type=int, default=50, help="random 20%% deletions repaired per transcript"
+    )
+    check.set_defaults(func=_cmd_check)
+
+    calibrate = sub.add_parser(
+        "calibrate", help="token counters vs provider-reported input tokens (Claude Code)"
+    )
+    calibrate.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    calibrate.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        help="litellm model whose tokenizer to measure (repeatable; default claude-sonnet-4-5)",
+    )
+    calibrate.set_defaults(func=_cmd_calibrate)
+
+    evaluate = sub.add_parser("eval", help="the main job (foundation measurements for now)")
+    evaluate.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    evaluate.add_argument("--trials", type=int, default=50)
+    evaluate.set_defaults(func=_cmd_eval)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = build_parser().parse_args(argv)
+    status: int = args.func(args)
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

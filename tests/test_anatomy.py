@@ -1,0 +1,147 @@
+"""Message anatomy across the four provider shapes, and tolerance of malformed input."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+
+from memctx._anatomy import (
+    BlockKind,
+    RoleKind,
+    inspect_message,
+    is_recalled_block,
+    message_text,
+    role_kind,
+    token_text,
+)
+from tests.strategies import malformed_messages
+
+
+def test_openai_assistant_with_tool_calls() -> None:
+    msg = {
+        "role": "assistant",
+        "content": "checking",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"cmd":"ls"}'},
+            }
+        ],
+    }
+    info = inspect_message(msg)
+    assert info.kind is RoleKind.ASSISTANT
+    assert info.text == "checking"
+    assert info.tool_call_ids == ("c1",)
+    assert info.tool_names == ("bash",)
+    assert '"cmd":"ls"' in token_text(msg) and "bash" in token_text(msg)
+
+
+def test_openai_tool_message_and_swe_agent_id_list() -> None:
+    assert inspect_message(
+        {"role": "tool", "tool_call_id": "c1", "content": "out"}
+    ).tool_result_ids == ("c1",)
+    swe = {"role": "tool", "tool_call_ids": ["c9"], "content": [{"type": "text", "text": "x"}]}
+    info = inspect_message(swe)
+    assert info.kind is RoleKind.TOOL and info.tool_result_ids == ("c9",)
+    assert message_text(swe) == "x"
+
+
+def test_anthropic_blocks_thinking_and_error_flag() -> None:
+    assistant = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "plan", "signature": "s"},
+            {"type": "text", "text": "I'll read it"},
+            {"type": "tool_use", "id": "tu1", "name": "Read", "input": {"file_path": "/a.py"}},
+        ],
+    }
+    info = inspect_message(assistant)
+    assert [b.kind for b in info.blocks] == [
+        BlockKind.THINKING,
+        BlockKind.TEXT,
+        BlockKind.TOOL_CALL,
+    ]
+    assert info.text == "I'll read it"  # thinking is not the message's text
+    assert "plan" in token_text(assistant) and "/a.py" in token_text(assistant)
+    user = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "tu1",
+                "is_error": True,
+                "content": [{"type": "text", "text": "No such file"}],
+            },
+        ],
+    }
+    uinfo = inspect_message(user)
+    assert uinfo.tool_result_ids == ("tu1",) and uinfo.is_error and uinfo.is_tool_result_only
+    assert message_text(user) == "No such file"
+
+
+def test_pi_shapes() -> None:
+    call = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "p1", "name": "edit", "arguments": {"a": 1}}],
+    }
+    assert inspect_message(call).tool_call_ids == ("p1",)
+    result = {
+        "role": "toolResult",
+        "toolCallId": "p1",
+        "toolName": "edit",
+        "isError": True,
+        "content": [{"type": "text", "text": "failed"}],
+    }
+    info = inspect_message(result)
+    assert info.kind is RoleKind.TOOL and info.tool_result_ids == ("p1",) and info.is_error
+    assert info.tool_names == ("edit",)
+
+
+def test_gemini_parts() -> None:
+    model = {
+        "role": "model",
+        "parts": [{"text": "ok"}, {"functionCall": {"name": "f", "args": {"x": 1}}}],
+    }
+    info = inspect_message(model)
+    assert (
+        info.kind is RoleKind.ASSISTANT
+        and info.tool_call_ids == (None,)
+        and info.tool_names == ("f",)
+    )
+    resp = {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "f", "id": "g1", "response": {"error": "boom"}}}],
+    }
+    rinfo = inspect_message(resp)
+    assert rinfo.tool_result_ids == ("g1",) and rinfo.is_error
+
+
+def test_recalled_block_detection() -> None:
+    assert is_recalled_block(
+        {
+            "role": "user",
+            "content": '<recalled-context source="memory-context">\n</recalled-context>',
+        }
+    )
+    assert not is_recalled_block({"role": "assistant", "content": "<recalled-context>"})
+    assert not is_recalled_block({"role": "user", "content": "talk about <recalled-context> tags"})
+
+
+def test_unknown_role_and_non_dicts() -> None:
+    for junk in (None, 3, "text", [], {"content": "no role"}, {"role": 5}, {"role": "alien"}):
+        assert role_kind(junk) is RoleKind.UNKNOWN
+        inspect_message(junk)
+
+
+@settings(max_examples=500, deadline=None)
+@given(malformed_messages)
+def test_malformed_messages_never_crash_and_are_not_mutated(message: Any) -> None:
+    snapshot = copy.deepcopy(message)
+    info = inspect_message(message)
+    message_text(message)
+    token_text(message)
+    assert isinstance(info.text, str)
+    assert message == snapshot

@@ -1,0 +1,42 @@
+"""Token counters against provider-reported usage: the README's figures stay true."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import dataset_path
+
+from memctx._calibration import measure_counter
+from memctx._report_foundation import _claude_sessions
+from memctx._tokens import TokenCounter
+
+
+def test_measure_counter_recovers_a_known_scale() -> None:
+    # Messages of 300 characters; a "provider" that bills exactly 1 token per 2 characters
+    # plus a 1,000-token system prompt. ceil(len/3) counts 100 + 4 overhead per message.
+    messages = [{"role": "user", "content": "x" * 300} for _ in range(10)]
+    usage = {i: 1000 + 150 * i for i in range(1, 10)}
+    result = measure_counter(messages, usage, TokenCounter(), source="synthetic")
+    assert result is not None
+    assert result.calls == 8
+    assert result.growth_ratio == pytest.approx(104 / 150)
+    assert result.bias < 0  # the estimate under-counts this provider
+
+
+@pytest.mark.dataset
+def test_estimate_error_on_real_claude_code_sessions_matches_the_readme() -> None:
+    sessions = _claude_sessions(dataset_path("claude-code").parent)
+    assert len(sessions) == 3
+    for session in sessions:
+        usage = {i: u.context_tokens for i, u in session.usage.items()}
+        result = measure_counter(
+            session.messages,
+            usage,
+            TokenCounter(),
+            source=session.source,
+            compaction_boundary=session.compaction_boundary,
+            compact_summary=session.compact_summary,
+        )
+        assert result is not None and result.calls > 100
+        # README: ceil(len/3) counts 82-89% of what Claude billed for these sessions.
+        assert 0.78 <= result.growth_ratio <= 0.93, result
+        assert result.mean_abs_error < 0.15, result
