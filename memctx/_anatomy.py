@@ -20,7 +20,8 @@ exception.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -29,11 +30,13 @@ __all__ = [
     "RECALLED_CONTEXT_TAG",
     "BlockKind",
     "BlockRef",
+    "InfoCache",
     "MessageInfo",
     "RoleKind",
     "inspect_message",
     "is_recalled_block",
     "iter_blocks",
+    "message_fingerprint",
     "message_text",
     "role_kind",
     "token_text",
@@ -379,6 +382,60 @@ def inspect_message(message: object) -> MessageInfo:
         tool_names=names,
         is_error=any(b.is_error for b in results),
     )
+
+
+def message_fingerprint(message: Mapping[str, Any]) -> tuple[int, ...]:
+    """A cheap check that a dict seen before was not edited in place since.
+
+    Covers replacing or resizing ``content`` / ``tool_calls`` / ``parts`` and changing the
+    role; editing a block inside an unchanged list is not seen (memctx itself never edits
+    caller dicts; callers that do should pass fresh dicts).
+    """
+    out: list[int] = [id(message.get("role"))]
+    for key in ("content", "tool_calls", "parts"):
+        value = message.get(key)
+        out += (id(value), len(value) if isinstance(value, (str, list)) else -1)
+    return tuple(out)
+
+
+class InfoCache:
+    """``inspect_message`` with memory: an agent loop passes the same dicts every turn.
+
+    Keyed by the identity of the message dict and checked with :func:`message_fingerprint`,
+    so a turn that appends two messages to a 2,000-message context reads two messages.
+    The cached dicts are held, so their ids cannot be reused by other objects.
+
+    Args:
+        max_entries: Bound on remembered messages; the cache is cleared when it is reached.
+    """
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        self._max = max_entries
+        self._entries: dict[int, tuple[object, tuple[int, ...], MessageInfo]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def info(self, message: object) -> MessageInfo:
+        """The same result as :func:`inspect_message`, cached per message dict."""
+        if not isinstance(message, Mapping):
+            return inspect_message(message)
+        key = id(message)
+        fingerprint = message_fingerprint(message)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message and entry[1] == fingerprint:
+            self.hits += 1
+            return entry[2]
+        info = inspect_message(message)
+        with self._lock:
+            self.misses += 1
+            if len(self._entries) >= self._max:
+                self._entries.clear()
+            self._entries[key] = (message, fingerprint, info)
+        return info
+
+    def infos(self, messages: Sequence[object]) -> list[MessageInfo]:
+        return [self.info(m) for m in messages]
 
 
 def message_text(message: object) -> str:

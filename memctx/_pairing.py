@@ -36,6 +36,7 @@ from memctx._anatomy import (
     TOOL_CALLS,
     BlockKind,
     BlockRef,
+    InfoCache,
     MessageInfo,
     RoleKind,
     inspect_message,
@@ -250,22 +251,29 @@ def _judge_unanswerable(index: int, info: MessageInfo, found: list[PairingViolat
             )
 
 
-def pairing_violations(messages: Sequence[object]) -> list[PairingViolation]:
+def _read(messages: Sequence[object], cache: InfoCache | None) -> list[MessageInfo]:
+    return cache.infos(messages) if cache is not None else [inspect_message(m) for m in messages]
+
+
+def pairing_violations(
+    messages: Sequence[object], *, cache: InfoCache | None = None
+) -> list[PairingViolation]:
     """Every pairing rule ``messages`` breaks; empty when a provider would accept them.
 
     Args:
         messages: Message dicts in any supported format (mixed formats are judged too).
             Non-dict entries are tolerated and never reported.
+        cache: Reuse message readings across calls (an agent loop's turns share dicts).
 
     Returns:
         The violations in message order, each naming its kind, message, block and tool id.
     """
-    found = _analyse([inspect_message(m) for m in messages])
+    found = _analyse(_read(messages, cache))
     found.sort(key=lambda v: v.message_index)  # stable: block order kept within a message
     return found
 
 
-def repair_tool_pairing(messages: Sequence[object]) -> list[Any]:
+def repair_tool_pairing(messages: Sequence[object], *, cache: InfoCache | None = None) -> list[Any]:
     """Return a new list in which every call has its result and every result its call.
 
     Repair works block by block: a user message holding three results, one orphaned, keeps
@@ -277,10 +285,10 @@ def repair_tool_pairing(messages: Sequence[object]) -> list[Any]:
 
     Invalid results are removed before unanswered calls, because removing a result-only
     message can make a later, misplaced result valid again; the two steps repeat until
-    nothing is left to remove.
+    nothing is left to remove. ``cache`` is as for :func:`pairing_violations`.
     """
     current: list[Any] = list(messages)
-    infos = [inspect_message(m) for m in current]
+    infos = _read(current, cache)
     # Every pass removes at least one block, so this bound is never the reason to stop.
     for _ in range(sum(len(i.blocks) for i in infos) + 2):
         found = _analyse(infos)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memctx._anatomy import BlockKind, iter_blocks
+from memctx._anatomy import BlockKind, iter_blocks, message_fingerprint
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -109,7 +109,7 @@ class TokenCounter:
     def __init__(self, model: str | None = None, *, max_entries: int = 100_000) -> None:
         self.model = None if model in (None, "", "estimate") else model
         self._max = max_entries
-        self._by_identity: dict[int, tuple[object, tuple[int, int], int]] = {}
+        self._by_identity: dict[int, tuple[object, tuple[int, ...], int]] = {}
         self._by_digest: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = _CacheStats()
@@ -132,7 +132,7 @@ class TokenCounter:
         if self.model is None:
             # Estimating is as cheap as hashing: caching would only cost memory.
             return _message_cost(message, estimate_tokens)
-        fingerprint = _fingerprint(message)
+        fingerprint = message_fingerprint(message)
         key = id(message)
         with self._lock:
             entry = self._by_identity.get(key)
@@ -162,14 +162,6 @@ class TokenCounter:
     def count_messages(self, messages: Iterable[object]) -> int:
         """Tokens of a list of messages, each cached."""
         return sum(self.count_message(m) for m in messages)
-
-
-def _fingerprint(message: Mapping[str, Any]) -> tuple[int, int]:
-    """A cheap check that a cached dict was not edited in place since it was counted."""
-    content = message.get("content")
-    size = len(content) if isinstance(content, (str, list)) else 0
-    calls = message.get("tool_calls")
-    return size, len(calls) if isinstance(calls, list) else 0
 
 
 def _digest(message: Mapping[str, Any]) -> str:

@@ -145,3 +145,18 @@ def test_malformed_messages_never_crash_and_are_not_mutated(message: Any) -> Non
     token_text(message)
     assert isinstance(info.text, str)
     assert message == snapshot
+
+
+def test_info_cache_reads_each_dict_once_and_notices_replaced_content() -> None:
+    from memctx._anatomy import InfoCache
+
+    cache = InfoCache()
+    messages = [{"role": "user", "content": f"m{i}"} for i in range(10)]
+    first = cache.infos(messages)
+    assert cache.misses == 10 and cache.hits == 0
+    assert cache.infos(messages) == first and cache.hits == 10 and cache.misses == 10
+    messages[3]["content"] = [{"type": "tool_result", "tool_use_id": "x", "content": "r"}]
+    assert cache.info(messages[3]).tool_result_ids == ("x",)
+    assert cache.misses == 11
+    assert cache.info(dict(messages[4])) == first[4]  # equal dict, new identity: read again
+    assert cache.misses == 12

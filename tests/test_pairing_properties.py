@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx._anatomy import RoleKind, inspect_message, role_kind
+from memctx._anatomy import InfoCache, RoleKind, inspect_message, role_kind
 from memctx._pairing import pairing_violations, repair_tool_pairing
 from tests.strategies import (
     FORMATS,
@@ -64,6 +64,10 @@ def test_repair_of_damaged_conversations_is_valid_ordered_and_idempotent(fmt: st
         repaired = repair_tool_pairing(messages)
         assert messages == snapshot, "repair modified the caller's messages"
         assert pairing_violations(repaired) == []
+        cache = InfoCache()  # a warm cache must not change any answer
+        for _ in range(2):
+            assert pairing_violations(messages, cache=cache) == pairing_violations(messages)
+            assert repair_tool_pairing(messages, cache=cache) == repaired
         again = repair_tool_pairing(repaired)
         assert again == repaired
         assert all(a is b for a, b in zip(again, repaired, strict=True))
