@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "MemctxError", "TranscriptError"]
+__all__ = ["ConfigError", "MemctxError", "StoreError", "TranscriptError", "VmemError"]
 
 
 class MemctxError(Exception):
@@ -18,3 +18,16 @@ class ConfigError(MemctxError, ValueError):
 
 class TranscriptError(MemctxError, ValueError):
     """A transcript file cannot be read as any supported format."""
+
+
+class StoreError(MemctxError):
+    """A persisted store (segments, knowledge, vectors, caches) cannot be read or written."""
+
+
+class VmemError(StoreError):
+    """A ``vectors.bin`` file is not a valid VMEM v1 file.
+
+    The message names the file, what is wrong (magic, version, dimension, count against the
+    file length, truncated header) and the expected value; the store rebuilds the vectors
+    from ``segments.jsonl`` when it sees one.
+    """

@@ -1,0 +1,232 @@
+"""Exact cosine-similarity search over an in-memory float32 matrix.
+
+The raw store holds at most ``maxSegments`` (20,000) segments; at 384 dimensions that is a
+30 MB matrix and one matrix-vector product of a few milliseconds, so exact brute force beats
+an approximate index (HNSW and friends) on both simplicity and recall at this size.
+
+Layout: live rows ``[0, len)`` of a preallocated matrix, a parallel array of keys and a
+``key -> row`` dict. Adding appends (the capacity doubles when full, so adds are amortised
+O(dim) and the matrix is not reallocated per add); removing moves the last row into the hole
+("swap-remove"), so there are no tombstones to skip or compact and every search touches only
+live rows. Row order therefore changes on removal, which is why filters are given as keys,
+never as positions.
+
+Vectors are L2-normalised on the way in (the embedders already do; normalising again costs
+one norm per row and makes the dot product a true cosine whatever the caller passes). A zero
+vector stays zero and scores 0 against everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
+__all__ = ["VectorIndex"]
+
+_MIN_CAPACITY = 16
+# Below this share of live rows an allowed-key filter gathers its rows before the product;
+# above it one product over all rows and a gather of the scores is cheaper than copying rows.
+_GATHER_SHARE = 0.125
+
+
+def _normalised_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    # Zero rows stay zero rather than becoming NaN.
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+class VectorIndex:
+    """Integer keys to unit vectors, with exact top-k cosine search.
+
+    Args:
+        dim: Vector dimension.
+        capacity: Rows to preallocate; the store passes its ``maxSegments`` so that a full
+            store never doubles past it (20,000 rows, not 32,768).
+
+    Not thread-safe: the owner (the raw store) serialises access.
+    """
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        if dim <= 0:
+            raise ValueError(f"dim must be positive, got {dim}")
+        self.dim = dim
+        cap = max(_MIN_CAPACITY, capacity)
+        self._matrix = np.zeros((cap, dim), dtype=np.float32)
+        self._keys = np.zeros(cap, dtype=np.int64)
+        self._rows: dict[int, int] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    @property
+    def capacity(self) -> int:
+        """Rows allocated (live rows plus free space)."""
+        return int(self._matrix.shape[0])
+
+    def reserve(self, capacity: int) -> None:
+        """Grow the allocation to at least ``capacity`` rows (never shrinks)."""
+        if capacity <= self.capacity:
+            return
+        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        keys = np.zeros(capacity, dtype=np.int64)
+        matrix[: self._size] = self._matrix[: self._size]
+        keys[: self._size] = self._keys[: self._size]
+        self._matrix, self._keys = matrix, keys
+
+    def _ensure_room(self, extra: int) -> None:
+        needed = self._size + extra
+        if needed > self.capacity:
+            self.reserve(max(needed, 2 * self.capacity))
+
+    def _check_vectors(self, matrix: np.ndarray) -> np.ndarray:
+        if matrix.ndim != 2 or matrix.shape[1] != self.dim:
+            raise ValueError(f"expected vectors of shape (n, {self.dim}), got {matrix.shape}")
+        out = np.array(matrix, dtype=np.float32, copy=True)
+        if not np.isfinite(out).all():
+            raise ValueError("vectors must be finite (no NaN or infinity)")
+        return _normalised_rows(out)
+
+    def add(self, key: int, vector: np.ndarray) -> None:
+        """Insert ``key`` or replace its vector.
+
+        Args:
+            key: Any int (the store maps its segment UUIDs to ints).
+            vector: A ``(dim,)`` array; normalised on the way in.
+        """
+        self.add_many([key], np.asarray(vector).reshape(1, -1))
+
+    def add_many(self, keys: Sequence[int] | np.ndarray, matrix: np.ndarray) -> None:
+        """Insert or replace many vectors at once (one copy, at most one growth).
+
+        Args:
+            keys: Distinct ints, one per row of ``matrix``.
+            matrix: ``(n, dim)`` array; rows are normalised on the way in.
+
+        Raises:
+            ValueError: Shapes disagree, keys repeat, or a value is not finite.
+        """
+        rows = self._check_vectors(np.asarray(matrix))
+        key_list = [int(k) for k in keys]
+        if len(key_list) != rows.shape[0]:
+            raise ValueError(f"{len(key_list)} keys for {rows.shape[0]} vectors")
+        if len(set(key_list)) != len(key_list):
+            raise ValueError("keys passed to add_many must be distinct")
+        fresh = [i for i, k in enumerate(key_list) if k not in self._rows]
+        for i, key in enumerate(key_list):
+            if key in self._rows:  # replace in place: the key keeps its row
+                self._matrix[self._rows[key]] = rows[i]
+        if not fresh:
+            return
+        self._ensure_room(len(fresh))
+        start, stop = self._size, self._size + len(fresh)
+        self._matrix[start:stop] = rows[fresh]
+        self._keys[start:stop] = [key_list[i] for i in fresh]
+        for offset, i in enumerate(fresh):
+            self._rows[key_list[i]] = start + offset
+        self._size = stop
+
+    def remove(self, key: int) -> None:
+        """Delete ``key`` by moving the last row into its place.
+
+        Raises:
+            KeyError: ``key`` is not in the index.
+        """
+        row = self._rows.pop(key)
+        last = self._size - 1
+        if row != last:
+            moved = int(self._keys[last])
+            self._matrix[row] = self._matrix[last]
+            self._keys[row] = moved
+            self._rows[moved] = row
+        self._size = last
+
+    def discard(self, key: int) -> bool:
+        """Delete ``key`` if present; return whether it was."""
+        if key not in self._rows:
+            return False
+        self.remove(key)
+        return True
+
+    def get(self, key: int) -> np.ndarray:
+        """A copy of the stored (normalised) vector of ``key``; ``KeyError`` if absent."""
+        return np.array(self._matrix[self._rows[key]], copy=True)
+
+    def keys(self) -> np.ndarray:
+        """The live keys (int64) in row order, as a copy."""
+        return self._keys[: self._size].copy()
+
+    def vectors(self) -> np.ndarray:
+        """A read-only view of the live rows, aligned with :meth:`keys` (for persisting)."""
+        view = self._matrix[: self._size]
+        view.flags.writeable = False
+        return view
+
+    def _query(self, query: np.ndarray) -> np.ndarray:
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query has {q.shape[0]} dimensions, the index {self.dim}")
+        if not np.isfinite(q).all():
+            raise ValueError("query must be finite (no NaN or infinity)")
+        norm = float(np.linalg.norm(q))
+        return q / np.float32(norm) if norm > 0 else q
+
+    def similarities(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine similarity of ``query`` to every live row.
+
+        Returns:
+            ``(keys, sims)``: int64 keys in row order and float32 similarities in [-1, 1]
+            (one float32 matrix-vector product; no float64 copy of the matrix).
+        """
+        q = self._query(query)
+        return self.keys(), self._matrix[: self._size] @ q
+
+    def top_k(
+        self, query: np.ndarray, k: int, allowed: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` most similar keys, best first.
+
+        Args:
+            query: A ``(dim,)`` vector (normalised here).
+            k: How many results at most; ``k <= 0`` gives ``[]``.
+            allowed: If given, only these keys are candidates (unknown keys are ignored).
+                A key collection rather than a mask, because swap-remove reorders rows.
+
+        Returns:
+            ``(key, similarity)`` pairs, similarity descending, ties by key ascending, so the
+            result is deterministic.
+        """
+        if k <= 0 or self._size == 0:
+            return []
+        q = self._query(query)
+        if allowed is None:
+            keys = self._keys[: self._size]
+            sims = self._matrix[: self._size] @ q
+        else:
+            rows = np.fromiter(
+                (self._rows[key] for key in allowed if key in self._rows), dtype=np.intp
+            )
+            if rows.size == 0:
+                return []
+            keys = self._keys[rows]
+            if rows.size < _GATHER_SHARE * self._size:
+                sims = self._matrix[rows] @ q
+            else:
+                sims = (self._matrix[: self._size] @ q)[rows]
+        n = sims.shape[0]
+        if k < n:
+            # argpartition finds the k-th best score in O(n); keeping every candidate at
+            # least that good (not just k of them) lets ties at the cut be settled by key.
+            kth = n - k
+            threshold = sims[np.argpartition(sims, kth)[kth]]
+            candidates = np.flatnonzero(sims >= threshold)
+        else:
+            candidates = np.arange(n)
+        order = np.lexsort((keys[candidates], -sims[candidates]))[:k]
+        chosen = candidates[order]
+        return [(int(key), float(sim)) for key, sim in zip(keys[chosen], sims[chosen], strict=True)]

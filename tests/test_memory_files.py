@@ -1,0 +1,282 @@
+"""Memory files: chunking, change-driven re-indexing, hybrid search, decay, guarded paths."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import random
+import string
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memctx._embeddings import HashEmbedder
+from memctx._errors import StoreError
+from memctx._memory_files import (
+    CHUNK_OVERLAP_TOKENS,
+    CHUNK_TOKENS,
+    MemoryFiles,
+    chunk_lines,
+    split_lines,
+)
+from memctx._tokens import estimate_tokens
+
+NOW = dt.datetime(2026, 3, 2, 12, 0).timestamp()  # local noon: "today" is 2026-03-02
+
+
+class CountingEmbedder:
+    """Wraps the hash embedder and counts what it is asked to embed."""
+
+    def __init__(self) -> None:
+        self._inner = HashEmbedder(dim=384)
+        self.name, self.dim, self.version = self._inner.name, self._inner.dim, self._inner.version
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self._inner.embed(texts)
+
+    @property
+    def texts(self) -> int:
+        return sum(len(c) for c in self.calls)
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, embedder: CountingEmbedder) -> MemoryFiles:
+    (tmp_path / "ws" / "memory").mkdir(parents=True)
+    return MemoryFiles(tmp_path / "ws", embedder=embedder, clock=lambda: NOW)
+
+
+def filler_lines(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choice(string.ascii_lowercase) for _ in range(6)) for _ in range(400)]
+    out = []
+    for i in range(n):
+        width = rng.choice([0, 3, 8, 15, 30, 60])
+        out.append(" ".join(rng.choice(vocab) for _ in range(width)) if i % 17 else "")
+    return out
+
+
+def write(mem: MemoryFiles, rel: str, lines: list[str]) -> Path:
+    path = mem.workspace_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# --- chunking --------------------------------------------------------------------------------
+
+
+def test_chunking_covers_every_line_within_budget() -> None:
+    lines = filler_lines(2000)
+    chunks = chunk_lines(lines)
+    covered: set[int] = set()
+    for (start, end, text), nxt in zip(chunks, [*chunks[1:], None], strict=True):
+        assert 1 <= start <= end <= 2000
+        assert text == "\n".join(lines[start - 1 : end])
+        assert estimate_tokens(text) <= CHUNK_TOKENS
+        covered.update(range(start, end + 1))
+        if nxt is not None:
+            assert start < nxt[0] <= end + 1  # forward, no gap
+            shared = "\n".join(lines[nxt[0] - 1 : end])
+            assert estimate_tokens(shared) <= CHUNK_OVERLAP_TOKENS
+    assert covered == set(range(1, 2001))
+    overlaps = sum(1 for a, b in itertools.pairwise(chunks) if b[0] <= a[1])
+    assert overlaps > len(chunks) // 2  # overlap is the rule, not the exception
+
+
+def test_oversized_line_is_cut_into_pieces_of_its_line() -> None:
+    long_line = "x" * 5000
+    chunks = chunk_lines(["before", long_line, "after"])
+    pieces = [c for c in chunks if c[0] == c[1] == 2]
+    assert "".join(text for _, _, text in pieces) == long_line
+    assert all(estimate_tokens(text) <= CHUNK_TOKENS for _, _, text in chunks)
+    assert {n for s, e, _ in chunks for n in range(s, e + 1)} == {1, 2, 3}
+
+
+def test_split_lines_numbers_like_an_editor() -> None:
+    assert split_lines("a\r\nb\n\nc") == ["a", "b", "", "c"]
+    assert split_lines("a\n") == ["a"] and split_lines("") == []
+
+
+def test_memory_files_chunk_a_2000_line_file(mem: MemoryFiles) -> None:
+    lines = filler_lines(2000)
+    write(mem, "memory/notes.md", lines)
+    chunks = mem.chunks()
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    blank = {i + 1 for i, line in enumerate(lines) if not line.strip()}
+    assert covered | blank == set(range(1, 2001))
+    assert all(c.path == "memory/notes.md" for c in chunks)
+
+
+# --- indexing --------------------------------------------------------------------------------
+
+
+def test_reindex_only_on_change(mem: MemoryFiles, embedder: CountingEmbedder) -> None:
+    write(mem, "MEMORY.md", ["# Long-term", "Prefers Rust for CLIs"])
+    daily = write(mem, "memory/2026-03-01.md", filler_lines(300))
+    assert mem.sync() == 2
+    first = embedder.texts
+    assert first == mem.stats()["chunks"]
+    assert mem.sync() == 0 and embedder.texts == first  # nothing changed: nothing embedded
+
+    content = daily.read_text()
+    daily.write_text(content)  # same bytes, new mtime: hashed, not re-chunked
+    assert mem.sync() == 0 and embedder.texts == first
+
+    with open(daily, "a") as fh:
+        fh.write("Decided to ship on Friday\n")
+    assert mem.sync() == 1
+    # Only chunks whose text changed are embedded again: the tail, not the whole log.
+    assert 1 <= embedder.texts - first <= 2
+    assert mem.stats()["files_reindexed"] == 3
+
+
+def test_deleted_file_leaves_the_index(mem: MemoryFiles) -> None:
+    path = write(mem, "memory/projects.md", ["Project Falcon uses gRPC"])
+    write(mem, "MEMORY.md", ["Prefers tabs"])
+    assert any(h.path == "memory/projects.md" for h in mem.search("Falcon gRPC"))
+    path.unlink()
+    assert all(h.path != "memory/projects.md" for h in mem.search("Falcon gRPC"))
+    assert {c.path for c in mem.chunks()} == {"MEMORY.md"}
+
+
+def test_search_finds_a_planted_line(mem: MemoryFiles) -> None:
+    lines = filler_lines(2000, seed=3)
+    planted = "The staging database password rotates every Tuesday at 04:00 UTC"
+    lines[1234] = planted
+    write(mem, "memory/ops.md", lines)
+    write(mem, "MEMORY.md", filler_lines(100, seed=4))
+    hits = mem.search("when does the staging database password rotate", limit=3)
+    top = hits[0]
+    assert planted in top.text and top.start_line <= 1235 <= top.end_line
+    assert top.path == "memory/ops.md" and 0 < top.score <= 1.0
+    assert mem.memory_get(top.path, 1235, 1) == planted
+
+
+def test_search_validates_arguments(mem: MemoryFiles) -> None:
+    write(mem, "MEMORY.md", ["x"])
+    assert mem.search("") == [] and mem.search("x", limit=0) == []
+    with pytest.raises(ValueError):
+        mem.search("x", half_life_days=0)
+    with pytest.raises(ValueError):
+        mem.search("x", vector_weight=-1)
+
+
+def test_half_life_decays_daily_logs_only(mem: MemoryFiles) -> None:
+    note = ["Kubernetes cluster upgrade to version 1.29 planned with blue green rollout"]
+    write(mem, "MEMORY.md", note)
+    write(mem, "memory/projects.md", note)
+    write(mem, "memory/2026-01-01.md", note)  # 60 days before NOW
+    write(mem, "memory/2026-03-02.md", note)  # today
+    query = "kubernetes cluster upgrade"
+    flat = {h.path: h.score for h in mem.search(query, limit=10)}
+    assert len(set(flat)) == 4 and len({round(s, 6) for s in flat.values()}) == 1
+    decayed = {h.path: h.score for h in mem.search(query, limit=10, half_life_days=30)}
+    for evergreen in ("MEMORY.md", "memory/projects.md", "memory/2026-03-02.md"):
+        assert decayed[evergreen] == pytest.approx(flat[evergreen])
+    assert decayed["memory/2026-01-01.md"] == pytest.approx(flat["memory/2026-01-01.md"] / 4)
+    assert next(iter(decayed)) != "memory/2026-01-01.md"
+
+
+def test_symlink_out_of_the_workspace_is_not_indexed(mem: MemoryFiles, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("Top secret launch codes\n")
+    (mem.workspace_dir / "memory" / "link.md").symlink_to(outside)
+    assert mem.chunks() == []
+
+
+# --- memory_get and its guards ---------------------------------------------------------------
+
+
+def test_memory_get_ranges(mem: MemoryFiles) -> None:
+    write(mem, "memory/notes.md", [f"line {i}" for i in range(1, 11)])
+    write(mem, "MEMORY.md", ["one", "two"])
+    assert mem.memory_get("memory/notes.md", 3, 2) == "line 3\nline 4"
+    assert mem.memory_get("memory/notes.md", 9) == "line 9\nline 10"
+    assert mem.memory_get("memory/notes.md") == "\n".join(f"line {i}" for i in range(1, 11))
+    assert mem.memory_get("memory/notes.md", 20) == ""
+    assert mem.memory_get("memory/notes.md", 2, 0) == ""
+    assert mem.memory_get("MEMORY.md", 2, 5) == "two"
+    assert mem.memory_get("memory/2020-01-01.md") == ""  # not written yet: empty, not an error
+    with pytest.raises(ValueError):
+        mem.memory_get("MEMORY.md", 0)
+    with pytest.raises(ValueError):
+        mem.memory_get("MEMORY.md", 1, -1)
+
+
+def test_memory_get_refusals(mem: MemoryFiles, tmp_path: Path) -> None:
+    ws = mem.workspace_dir
+    (tmp_path / "x.md").write_text("outside\n")
+    (ws / "README.md").write_text("not memory\n")
+    (ws / "memory" / "notes.txt").write_text("not markdown\n")
+    inside = write(mem, "memory/ok.md", ["fine"])
+    (ws / "memory" / "out.md").symlink_to(tmp_path / "x.md")
+    (ws / "memory" / "sneaky.md").symlink_to(ws / "memory" / "notes.txt")
+    cases = {
+        "../x.md": "'..'",
+        "memory/../MEMORY.md": "'..'",
+        str(inside): "absolute",
+        str(tmp_path / "x.md"): "absolute",
+        "memory/out.md": "outside the memory files",
+        "memory/sneaky.md": "outside the memory files",
+        "memory/notes.txt": "only .md",
+        "README.md": "outside the memory files",
+        "memory": "only .md",
+        "": "empty",
+    }
+    for path, why in cases.items():
+        with pytest.raises(StoreError, match=why) as info:
+            mem.memory_get(path)
+        assert repr(path) in str(info.value) and "allowed: MEMORY.md or memory/" in str(info.value)
+    assert mem.memory_get("memory/ok.md") == "fine"
+
+
+# --- append_daily ----------------------------------------------------------------------------
+
+
+def test_append_daily_appends_redacted_lines(mem: MemoryFiles) -> None:
+    rng = random.Random(11)
+    token = "ghp_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    path = mem.append_daily("Release branch cut")
+    assert path == mem.workspace_dir / "memory" / "2026-03-02.md"
+    mem.append_daily(f"CI uses {token} to push tags\n")
+    text = path.read_text()
+    assert token not in text and "[REDACTED:" in text
+    assert text.startswith("Release branch cut\nCI uses ") and text.endswith("\n")
+    assert mem.memory_get("memory/2026-03-02.md", 1, 1) == "Release branch cut"
+    other = mem.append_daily("Older note", date="2026-02-27")
+    assert other.name == "2026-02-27.md"
+    assert mem.append_daily("typed date", date=dt.date(2026, 2, 27)) == other
+    assert any(h.path == "memory/2026-03-02.md" for h in mem.search("release branch"))
+
+
+def test_append_daily_creates_memory_dir_and_ends_torn_lines(tmp_path: Path) -> None:
+    mem = MemoryFiles(tmp_path / "fresh", embedder=CountingEmbedder(), clock=lambda: NOW)
+    path = mem.append_daily("first")
+    with open(path, "a") as fh:
+        fh.write("hand edit without newline")
+    mem.append_daily("second")
+    assert split_lines(path.read_text()) == ["first", "hand edit without newline", "second"]
+    with pytest.raises(ValueError):
+        mem.append_daily("   ")
+    with pytest.raises(ValueError):
+        mem.append_daily("x", date="yesterday")
+
+
+def test_append_daily_refuses_a_memory_dir_pointing_out(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "memory").symlink_to(elsewhere)
+    mem = MemoryFiles(tmp_path / "ws", embedder=CountingEmbedder(), clock=lambda: NOW)
+    with pytest.raises(StoreError, match="outside the memory files"):
+        mem.append_daily("note")
+    assert list(elsewhere.iterdir()) == []

@@ -1,0 +1,164 @@
+"""VMEM v1 vector files: layout, round trips, appends, and every kind of damage detected."""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memctx._errors import StoreError, VmemError
+from memctx._vmem import append_vmem, read_vmem, vmem_entry_size, vmem_status, write_vmem
+
+DIM = 8
+
+
+def _data(n: int, dim: int = DIM, seed: int = 0) -> tuple[list[uuid.UUID], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    ids = [uuid.UUID(int=int(rng.integers(0, 2**62)) << 64 | i) for i in range(n)]
+    return ids, rng.standard_normal((n, dim)).astype(np.float32)
+
+
+def test_byte_layout_matches_the_specification(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(2)
+    write_vmem(path, ids, vecs)
+    raw = path.read_bytes()
+    assert raw[:16] == struct.pack("<4sIII", b"VMEM", 1, DIM, 2)
+    assert raw[:4] == b"VMEM"
+    expected = b"".join(
+        i.bytes + struct.pack(f"<{DIM}f", *row.tolist()) for i, row in zip(ids, vecs, strict=True)
+    )
+    assert raw[16:] == expected
+    assert len(raw) == 16 + 2 * vmem_entry_size(DIM) == 16 + 2 * (16 + 4 * DIM)
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(50)
+    write_vmem(path, ids, vecs)
+    got_ids, got = read_vmem(path, DIM)
+    assert got_ids == ids
+    assert got.dtype == np.float32 and got.flags.c_contiguous and got.flags.writeable
+    np.testing.assert_array_equal(got, vecs)
+    assert vmem_status(path, DIM) is None
+
+
+def test_empty_file_round_trip_and_no_temp_files_left(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    write_vmem(path, [], np.zeros((0, DIM), np.float32))
+    ids, vecs = read_vmem(path, DIM)
+    assert ids == [] and vecs.shape == (0, DIM)
+    write_vmem(path, *_data(3))  # overwrite in place
+    assert [p.name for p in tmp_path.iterdir()] == ["vectors.bin"]
+
+
+def test_append_creates_then_extends(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(10)
+    append_vmem(path, ids[:4], vecs[:4])
+    append_vmem(path, ids[4:], vecs[4:])
+    append_vmem(path, [], np.zeros((0, DIM), np.float32))
+    got_ids, got = read_vmem(path, DIM)
+    assert got_ids == ids
+    np.testing.assert_array_equal(got, vecs)
+    assert path.read_bytes()[12:16] == struct.pack("<I", 10)
+
+
+def test_append_refuses_a_damaged_or_foreign_file(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    write_vmem(path, *_data(2))
+    with pytest.raises(VmemError, match="dimension mismatch"):
+        append_vmem(path, *_data(1, dim=DIM + 1))
+    with path.open("ab") as handle:
+        handle.write(b"\x00" * 5)
+    with pytest.raises(VmemError, match="extra bytes"):
+        append_vmem(path, *_data(1))
+
+
+def test_crash_between_entries_and_count_is_detected(tmp_path: Path) -> None:
+    # What append_vmem leaves if the process dies after writing entries, before the count.
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(3)
+    write_vmem(path, ids[:2], vecs[:2])
+    with path.open("ab") as handle:
+        handle.write(ids[2].bytes + vecs[2].tobytes())
+    with pytest.raises(VmemError, match=r"extra bytes.*says 2 entries.*3 whole entries \+ 0"):
+        read_vmem(path, DIM)
+
+
+def _corrupt(tmp_path: Path, raw: bytes) -> Path:
+    path = tmp_path / "bad.bin"
+    path.write_bytes(raw)
+    return path
+
+
+def _valid_bytes(n: int = 2) -> bytes:
+    ids, vecs = _data(n)
+    body = b"".join(i.bytes + v.astype("<f4").tobytes() for i, v in zip(ids, vecs, strict=True))
+    return struct.pack("<4sIII", b"VMEM", 1, DIM, n) + body
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"", r"truncated header: the file has 0 bytes"),
+        (b"VMEM\x01\x00", r"truncated header: the file has 6 bytes"),
+        (b"VMEX" + _valid_bytes()[4:], r"wrong magic b'VMEX'"),
+        (struct.pack("<4sIII", b"VMEM", 2, DIM, 0), r"unsupported VMEM version 2"),
+        (
+            struct.pack("<4sIII", b"VMEM", 1, DIM * 2, 0),
+            rf"file holds {DIM * 2}-dim.*expected {DIM}",
+        ),
+        (_valid_bytes()[:-7], r"file too short: the header says 2 entries"),
+        (_valid_bytes() + b"\x00", r"extra bytes after the last entry"),
+        (struct.pack("<4sIII", b"VMEM", 1, DIM, 5) + _valid_bytes()[16:], r"too short.*says 5"),
+    ],
+    ids=["empty", "short-header", "magic", "version", "dim", "torn", "extra", "count"],
+)
+def test_each_corruption_is_detected_with_its_reason(
+    tmp_path: Path, raw: bytes, reason: str
+) -> None:
+    path = _corrupt(tmp_path, raw)
+    with pytest.raises(VmemError, match=reason) as info:
+        read_vmem(path, DIM)
+    assert str(path) in str(info.value)
+    assert isinstance(info.value, StoreError)
+    status = vmem_status(path, DIM)
+    assert status is not None and status == str(info.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "none.bin"
+    with pytest.raises(VmemError, match="cannot read"):
+        read_vmem(path, DIM)
+    assert vmem_status(path, DIM) is not None
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    ids, vecs = _data(3)
+    with pytest.raises(ValueError, match="3 ids for 2 vectors"):
+        write_vmem(tmp_path / "v.bin", ids, vecs[:2])
+    with pytest.raises(ValueError, match="2-D"):
+        write_vmem(tmp_path / "v.bin", ids[:1], vecs[0])
+    with pytest.raises(TypeError):
+        write_vmem(tmp_path / "v.bin", [str(i) for i in ids], vecs)  # type: ignore[misc]
+    with pytest.raises(ValueError, match="dim"):
+        read_vmem(tmp_path / "v.bin", 0)
+
+
+def test_reading_20000_by_384_is_fast(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(20_000, dim=384)
+    write_vmem(path, ids, vecs)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        got_ids, got = read_vmem(path, 384)
+        best = min(best, time.perf_counter() - start)
+    assert got_ids[-1] == ids[-1] and got.shape == (20_000, 384)
+    np.testing.assert_array_equal(got[12_345], vecs[12_345])
+    assert best < 0.5, f"read_vmem took {best:.3f}s"
