@@ -1,0 +1,52 @@
+"""A writer process for ``tests/test_raw_store_faults.py``.
+
+Usage::
+
+    python raw_store_writer.py STORE_DIR SESSION COUNT [BATCH] [START_AT]
+
+Opens a :class:`memctx._raw_store.RawStore` on ``STORE_DIR``, prints ``ready``, waits until the
+epoch time ``START_AT`` (a start barrier shared by concurrent writers), then archives ``COUNT``
+segments of session ``SESSION``, ``BATCH`` per ``add_many`` call, and prints each stored
+segment's id on its own line, flushed, as soon as the call has returned. The parent knows that
+every id it read was acknowledged by the store before whatever happens next (e.g. SIGKILL).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
+
+from memctx._embeddings import HashEmbedder
+from memctx._raw_store import RawStore
+
+_WORDS = "alpha beta gamma delta schema migration pytest deploy cache token latency".split()
+
+
+def content(session: str, index: int) -> str:
+    """A deterministic, unique message of a few hundred characters."""
+    body = " ".join(_WORDS[(index * 7 + k) % len(_WORDS)] for k in range(40 + index % 60))
+    return f"{session} message {index}: {body}"
+
+
+def main() -> None:
+    store_dir, session, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    start_at = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+    store = RawStore(store_dir, embedder=HashEmbedder(), eviction_days=None).open()
+    print("ready", flush=True)
+    while time.time() < start_at:
+        time.sleep(0.001)
+    for start in range(0, count, batch):
+        stop = min(count, start + batch)
+        items = [(session, "user", content(session, i)) for i in range(start, stop)]
+        for seg in store.add_many(items):
+            if seg is not None:
+                print(seg.id, flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""LoCoMo adapter and the evidence-recall metric."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import dataset_path
+
+from memctx._locomo import load_locomo, normalise_evidence
+from memctx._retrieval_eval import evaluate_retriever, within_budget
+
+
+def test_malformed_evidence_ids_are_repaired() -> None:
+    assert normalise_evidence("D8:6; D9:17") == (["D8:6", "D9:17"], 1)
+    assert normalise_evidence("D:11:26") == (["D11:26"], 1)
+    assert normalise_evidence("D30:05") == (["D30:5"], 1)
+    assert normalise_evidence("D1:3") == (["D1:3"], 0)
+    assert normalise_evidence("garbage")[0] == []
+
+
+def test_within_budget_is_greedy_and_skips_what_does_not_fit() -> None:
+    assert within_budget([0, 1, 2, 3], [5, 8, 3, 1], budget=10) == [0, 2, 3]
+    assert within_budget([], [], budget=10) == []
+
+
+def _tiny(tmp_path: Path) -> Path:
+    sample = {
+        "sample_id": "t1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a cat"},
+            ],
+            "session_2_date_time": "10:00 am on 9 June, 2023",
+            "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Miso likes tuna."}],
+        },
+        "qa": [
+            {
+                "question": "What is Ann's cat called?",
+                "answer": "Miso",
+                "evidence": ["D1:1"],
+                "category": 4,
+            },
+            {
+                "question": "What does the cat eat?",
+                "answer": "tuna",
+                "evidence": ["D2:01", "D9:9"],
+                "category": 1,
+            },
+            {"question": "adversarial", "adversarial_answer": "x", "evidence": [], "category": 5},
+        ],
+    }
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps([sample]))
+    return path
+
+
+def test_load_keeps_dates_speakers_and_captions(tmp_path: Path) -> None:
+    (conv,) = load_locomo(_tiny(tmp_path))
+    assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D2:1"]
+    assert conv.turns[0].text == "[8 May 2023] Ann: I adopted a cat named Miso."
+    assert conv.turns[1].text.endswith("[photo: a cat]")
+    assert conv.turns[2].timestamp > conv.turns[0].timestamp
+    assert conv.questions[1].evidence == ("D2:1",)
+    assert (conv.evidence_fixed, conv.evidence_dropped) == (1, 1)
+
+
+def test_recall_metric_on_a_known_ranking(tmp_path: Path) -> None:
+    convs = load_locomo(_tiny(tmp_path))
+    # A retriever that always ranks turn 2, then 1, then 0.
+    report = evaluate_retriever(
+        "fixed", convs, lambda _c: lambda _q: [2, 1, 0], costs=lambda t: 10, budget=20, ks=(1, 3)
+    )
+    assert report.questions == 2  # category 5 is skipped
+    assert report.at_k[1] == pytest.approx(0.5)  # question 2 found at rank 1, question 1 not
+    assert report.at_k[3] == pytest.approx(1.0)
+    assert report.at_budget == pytest.approx(0.5)  # two turns fit: 2 and 1
+    assert report.by_category[4]["budget"] == 0.0 and report.by_category[1]["budget"] == 1.0
+
+
+@pytest.mark.dataset
+def test_the_real_file_loads_with_the_documented_counts() -> None:
+    convs = load_locomo(dataset_path("locomo", "locomo7.json"))
+    assert len(convs) == 7
+    assert sum(len(c.turns) for c in convs) == 4124
+    assert sum(1 for c in convs for q in c.questions if q.category != 5 and q.evidence) == 1033
+    assert sum(c.evidence_fixed for c in convs) == 2

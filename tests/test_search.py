@@ -1,0 +1,219 @@
+"""Hybrid search, memory_search and the cross-session guarantee."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memctx._bm25 import BM25Index
+from memctx._embeddings import HashEmbedder
+from memctx._memory_search import MAX_LIMIT, memory_search, search_store
+from memctx._raw_store import RawStore
+from memctx._search import SEED_PRESET, EpisodeIndex, SearchParams, hybrid_search
+from memctx._text import tokenize
+from memctx._vector_index import VectorIndex
+
+EMB = HashEmbedder()
+
+
+def _corpus(texts: list[str], sessions: list[str] | None = None, stamps: list[float] | None = None):
+    bm25, vectors, episodes = BM25Index(), VectorIndex(EMB.dim), EpisodeIndex()
+    matrix = EMB.embed(texts)
+    for key, text in enumerate(texts):
+        bm25.add(key, tokenize(text))
+        vectors.add(key, matrix[key])
+        episodes.add(
+            key, (sessions or ["s"] * len(texts))[key], (stamps or [0.0] * len(texts))[key]
+        )
+    return bm25, vectors, episodes
+
+
+def test_keyword_and_meaning_both_count() -> None:
+    texts = [
+        "we deploy the api to fly.io with docker",
+        "the webhook signature check lives in src/payment/webhook.ts",
+        "lunch was good today",
+    ]
+    bm25, vectors, episodes = _corpus(texts)
+    hits = hybrid_search(
+        "where is the webhook signature verified",
+        bm25=bm25,
+        vectors=vectors,
+        embedder=EMB,
+        episodes=episodes,
+        limit=3,
+    )
+    assert hits[0].key == 1
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert hits == sorted(hits, key=lambda h: (-h.score, h.key))
+
+
+def test_neighbour_smoothing_lifts_the_answer_after_a_matching_question() -> None:
+    # The answer turn shares no word with the query; its neighbour (the question) does.
+    texts = [
+        "which database did you pick for the billing service?",
+        "PostgreSQL, with a read replica",
+        "unrelated chatter about weather",
+        "more unrelated chatter about lunch",
+    ]
+    # The question and its answer are one episode; the chatter happened hours later.
+    bm25, vectors, episodes = _corpus(texts, stamps=[0.0, 1.0, 90_000.0, 90_001.0])
+    plain = SearchParams(neighbour_weight=0.0, episode_weight=0.0)
+    query = "billing service database"
+
+    def rank(params: SearchParams) -> list[int]:
+        return [
+            h.key
+            for h in hybrid_search(
+                query,
+                bm25=bm25,
+                vectors=vectors,
+                embedder=EMB,
+                episodes=episodes,
+                params=params,
+                limit=4,
+            )
+        ]
+
+    assert rank(plain).index(1) > rank(SearchParams()).index(1)
+    assert rank(SearchParams())[:2] == [0, 1]
+
+
+def test_neighbours_never_cross_sessions_or_time_gaps() -> None:
+    episodes = EpisodeIndex(episode_gap_seconds=60)
+    episodes.add(0, "a", 0.0)
+    episodes.add(1, "b", 1.0)
+    episodes.add(2, "a", 2.0)
+    episodes.add(3, "a", 500.0)
+    assert episodes.neighbours(2) == (0, None)
+    assert episodes.neighbours(1) == (None, None)
+    assert episodes.episode(3) != episodes.episode(2)
+    episodes.add(4, "a", 510.0)
+    episodes.remove(3)
+    assert episodes.neighbours(4) == (None, None)
+
+
+def test_decay_prefers_recent_when_asked_and_never_when_evergreen() -> None:
+    texts = ["port is 8080", "port is 8080 indeed"]
+    bm25, vectors, _ = _corpus(texts, stamps=[0.0, 30 * 86_400.0])
+    stamps = {0: 0.0, 1: 30 * 86_400.0}
+    decayed = SearchParams(decay=0.9, neighbour_weight=0.0, episode_weight=0.0)
+    hits = hybrid_search(
+        "port 8080",
+        bm25=bm25,
+        vectors=vectors,
+        embedder=EMB,
+        params=decayed,
+        timestamp_of=stamps.__getitem__,
+        now=30 * 86_400.0,
+        limit=2,
+    )
+    assert hits[0].key == 1 and hits[1].score < hits[0].score * 0.1
+    evergreen = hybrid_search(
+        "port 8080",
+        bm25=bm25,
+        vectors=vectors,
+        embedder=EMB,
+        params=decayed,
+        timestamp_of=lambda _k: None,
+        now=1e9,
+        limit=2,
+    )
+    assert evergreen[0].score > 0.3
+    assert SEED_PRESET.decay == 0.995 and SEED_PRESET.decay_unit_seconds == 3600.0
+
+
+def test_min_score_and_empty_inputs() -> None:
+    bm25, vectors, _ = _corpus(["alpha beta", "gamma delta"])
+    assert hybrid_search("", bm25=bm25, vectors=vectors, embedder=EMB) == []
+    high = SearchParams(min_score=0.99)
+    assert hybrid_search("alpha", bm25=bm25, vectors=vectors, embedder=EMB, params=high) == []
+    empty_vectors = VectorIndex(EMB.dim)
+    assert hybrid_search("alpha", bm25=BM25Index(), vectors=empty_vectors, embedder=EMB) == []
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RawStore:
+    s = RawStore(tmp_path / "store", embedder=EMB, session_id="mine", eviction_days=None)
+    s.add_many(
+        [
+            {
+                "session_id": "mine",
+                "role": "user",
+                "content": "we chose Redis for the job queue",
+                "turn": 3,
+            },
+            {
+                "session_id": "other",
+                "role": "user",
+                "content": "the other team chose Redis too",
+                "turn": 1,
+            },
+        ]
+        + [
+            {
+                "session_id": "mine",
+                "role": "assistant",
+                "content": f"filler message {i}",
+                "turn": 10 + i,
+            }
+            for i in range(30)
+        ]
+    )
+    return s
+
+
+def test_memory_search_shape_and_limit_cap(store: RawStore) -> None:
+    hits = memory_search(store, "which queue did we choose", limit=5)
+    assert hits[0] == {
+        "content": "we chose Redis for the job queue",
+        "score": hits[0]["score"],
+        "session_id": "mine",
+        "turn": 3,
+    }
+    assert set(hits[0]) == {"content", "score", "session_id", "turn"}
+    assert len(memory_search(store, "filler message", limit=500)) == MAX_LIMIT
+    assert memory_search(store, "filler", limit=0) == []
+
+
+def test_cross_session_is_off_by_default(store: RawStore) -> None:
+    mine = memory_search(store, "team chose Redis", limit=20)
+    assert all(h["session_id"] == "mine" for h in mine)
+    both = memory_search(store, "team chose Redis", limit=20, cross_session=True)
+    assert {h["session_id"] for h in both} == {"mine", "other"}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.text(min_size=1, max_size=40)),
+        min_size=1,
+        max_size=25,
+    ),
+    st.text(min_size=1, max_size=30),
+)
+def test_no_search_ever_returns_another_sessions_segment(
+    tmp_path_factory: pytest.TempPathFactory, items: list[tuple[str, str]], query: str
+) -> None:
+    s = RawStore(tmp_path_factory.mktemp("x"), embedder=EMB, eviction_days=None)
+    s.add_many([{"session_id": sid, "role": "user", "content": text} for sid, text in items])
+    for sid in ("a", "b", "c"):
+        for hit in search_store(s, query, limit=20, session_id=sid):
+            assert s.segment(hit.key).session_id == sid
+    s.close()
+
+
+def test_search_is_deterministic(store: RawStore) -> None:
+    rng = random.Random(3)
+    queries = [
+        " ".join(rng.choice(["redis", "queue", "filler", "team", "message"]) for _ in range(3))
+        for _ in range(10)
+    ]
+    first = [search_store(store, q, limit=10) for q in queries]
+    assert first == [search_store(store, q, limit=10) for q in queries]
