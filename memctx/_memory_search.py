@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from memctx._raw_store import RawStore
-from memctx._search import ScoredKey, SearchParams, hybrid_search
+from memctx._search import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
 
 __all__ = ["MAX_LIMIT", "memory_search", "search_store"]
 
@@ -25,7 +25,7 @@ def search_store(
     limit: int = 5,
     session_id: str | None = None,
     cross_session: bool = False,
-    params: SearchParams = SearchParams(),
+    params: SearchParams = DEFAULT_PARAMS,
     now: float | None = None,
 ) -> list[ScoredKey]:
     """Rank ``store``'s visible segments for ``query`` (see :func:`hybrid_search`)."""
@@ -56,7 +56,7 @@ def memory_search(
     *,
     session_id: str | None = None,
     cross_session: bool = False,
-    params: SearchParams = SearchParams(),
+    params: SearchParams = DEFAULT_PARAMS,
 ) -> list[dict[str, Any]]:
     """The ``memory_search`` tool: ``[{content, score, session_id, turn}]``, at most 20.
 

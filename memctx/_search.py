@@ -41,7 +41,14 @@ from memctx._embeddings import Embedder
 from memctx._text import tokenize
 from memctx._vector_index import VectorIndex
 
-__all__ = ["SEED_PRESET", "EpisodeIndex", "ScoredKey", "SearchParams", "hybrid_search"]
+__all__ = [
+    "DEFAULT_PARAMS",
+    "SEED_PRESET",
+    "EpisodeIndex",
+    "ScoredKey",
+    "SearchParams",
+    "hybrid_search",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class SearchParams:
     candidates: int = 200
 
 
+DEFAULT_PARAMS = SearchParams()
 # The seed's values, kept for comparison: no smoothing, no episode boost, 0.995 per hour.
 SEED_PRESET = SearchParams(
     neighbour_weight=0.0, episode_weight=0.0, decay=0.995, decay_unit_seconds=3600.0
@@ -135,7 +143,7 @@ def hybrid_search(
     timestamp_of: Callable[[int], float | None] = lambda _key: None,
     now: float | None = None,
     allowed: Collection[int] | None = None,
-    params: SearchParams = SearchParams(),
+    params: SearchParams = DEFAULT_PARAMS,
     limit: int = 10,
 ) -> list[ScoredKey]:
     """Rank archived segments for ``query``; best first, at most ``limit``.
