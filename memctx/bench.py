@@ -8,6 +8,11 @@ Each line names what is measured, the baseline, and the ratio.
 - Pairing check and repair of a 2,000-message conversation (1,000 tool calls): time vs one
   ``json.dumps`` of the same conversation, a floor for any pass that reads every message.
 - Redaction throughput on tool-output-like text.
+- The raw store at 20,000 segments (search latency, add, reopen, memory) against the seed's
+  naive approach (``memctx._bench_store``), when present.
+- LoCoMo evidence recall with ablations, hash and transformer (``memctx._locomo_bench``),
+  when ``../shared/datasets/locomo`` is present. Transformer embeddings are cached under
+  ``.cache/memctx/`` so a second run skips the ~1 minute of embedding.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 __all__ = ["main"]
@@ -114,6 +120,28 @@ def main() -> None:
     size = sum(map(len, texts))
     seconds = _time(lambda: [redactor.redact(t) for t in texts], repeat=3)
     print(f"redaction: {size / seconds / 1e6:.1f} MB/s over {size / 1e6:.1f} MB")
+
+    try:
+        from memctx._bench_store import run_store_bench
+    except ImportError:
+        print("\nraw store benchmark: not available in this version")
+    else:
+        print("\n== raw store, 20,000 segments ==")
+        run_store_bench()
+
+    locomo = _datasets() / "locomo" / "locomo7.json"
+    if not locomo.exists():
+        print(f"\nLoCoMo: {locomo} not found; set MEMCTX_DATASETS to the datasets folder")
+        return
+    from memctx._locomo_bench import run_locomo
+
+    print("\n== LoCoMo evidence recall (categories 1-4) ==")
+    run_locomo(locomo, cache_dir=Path(".cache") / "memctx")
+
+
+def _datasets() -> Path:
+    default = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+    return Path(os.environ.get("MEMCTX_DATASETS", default))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The ``memctx`` command line.
 
-Commands that exist today: ``check`` (load transcripts, report pairing and redaction) and
-``calibrate`` (token counters against provider-reported usage). ``eval`` runs those
+Commands that exist today: ``check`` (load transcripts, report pairing and redaction),
+``calibrate`` (token counters against provider-reported usage) and ``search`` (memory_search
+over a store). ``eval`` runs those
 foundation measurements on the default datasets until the evaluation harness lands; it says
 so when it runs.
 """
@@ -33,6 +34,36 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from memctx._report_foundation import calibrate_tokens
 
     return calibrate_tokens(_datasets_dir(args.datasets), models=args.model)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    import json
+
+    from memctx._embeddings import make_embedder
+    from memctx._errors import StoreError
+    from memctx._memory_search import memory_search
+    from memctx._raw_store import RawStore
+
+    store_dir = Path(args.store)
+    if not (store_dir / "segments.jsonl").exists():
+        print(f"error: no segments.jsonl in {store_dir} (is it a memctx store?)", file=sys.stderr)
+        return 2
+    try:
+        with RawStore(
+            store_dir, embedder=make_embedder(args.embedding), eviction_days=None
+        ) as store:
+            hits = memory_search(
+                store,
+                args.query,
+                args.limit,
+                session_id=args.session,
+                cross_session=args.session is None,
+            )
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(hits, ensure_ascii=False, indent=2))
+    return 0
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -82,6 +113,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="litellm model whose tokenizer to measure (repeatable; default claude-sonnet-4-5)",
     )
     calibrate.set_defaults(func=_cmd_calibrate)
+
+    search = sub.add_parser("search", help="memory_search over a store: JSON results")
+    search.add_argument("store", help="store directory (holds segments.jsonl)")
+    search.add_argument("query")
+    search.add_argument("--session", help="only this session (default: every session)")
+    search.add_argument("--limit", type=int, default=5, help="results, at most 20")
+    search.add_argument(
+        "--embedding",
+        choices=["hash", "transformer"],
+        default="hash",
+        help="must match the embedder that built the store",
+    )
+    search.set_defaults(func=_cmd_search)
 
     evaluate = sub.add_parser("eval", help="the main job (foundation measurements for now)")
     evaluate.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
