@@ -32,11 +32,18 @@ the head words are in more than half of the documents):
    (df = 0.4N: 0.41 vs 0.92), so "all df < N/2" is not a sound criterion (32/34 agree);
    required on 95% of queries whose terms all have df < N/10: measured 24/24 (422/423).
 
-Performance: the postings ``term -> {key: tf}`` are plain dicts; scoring reads per-term numpy
-arrays (slot, tf, length) built lazily and appended to on ``add``. A removed document's slot
-is only marked dead and masked out, so nothing is rebuilt on ``remove``; slots are renumbered
-once dead ones outnumber live ones. IDF and average length come from the current counts at
-query time: after any adds and removes, scores equal those of a fresh index.
+Performance and memory (a 20,000-segment store is ~2.3 million (document, term) pairs):
+terms get integer ids; each term's postings are one ``array('i')`` of interleaved
+(slot, tf) pairs, and each document keeps only its distinct term ids and their counts in
+two flat int32 arrays (what removal and :meth:`BM25Index.term_counts` need), about 40 MB
+in all instead of ~150 MB of per-document ``Counter`` and per-term dicts. Scoring copies a
+term's postings into numpy and accumulates per slot. A removed document's slot is only
+marked dead and masked out, so nothing is rebuilt on ``remove``; slots are renumbered once
+dead ones outnumber live ones. A term no live document has is forgotten and its id reused.
+:meth:`BM25Index.add_many` and :meth:`BM25Index.add_counts` index a batch with a few
+numpy sorts instead of a Python loop per pair. IDF and average length come from the
+current counts at query time: after any adds and removes, scores equal those of a fresh
+index.
 
 Not thread-safe: the store that owns an index serialises access with its own lock.
 """
@@ -44,16 +51,19 @@ Not thread-safe: the store that owns an index serialises access with its own loc
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BM25Index", "lucene_idf", "term_score"]
+from memctx._bm25_parts import FloatArray as _FloatArray
+from memctx._bm25_parts import IntArray as _IntArray
+from memctx._bm25_parts import QueryScores, TermCounts, Vocabulary, grown, ranges, ranked_prefix
 
-_FloatArray = npt.NDArray[np.float64]
-_IntArray = npt.NDArray[np.int64]
+__all__ = ["BM25Index", "QueryScores", "TermCounts", "lucene_idf", "term_score"]
 
 
 def lucene_idf(n_docs: int, df: int) -> float:
@@ -101,27 +111,6 @@ def term_score(tf: float, doc_len: float, avg_len: float, k1: float, b: float) -
     return tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * doc_len / avg_len))
 
 
-class _TermArrays:
-    """Postings of one term as arrays (slot, tf, doc length), plus appends not yet merged."""
-
-    __slots__ = ("lens", "pending", "slots", "tfs")
-
-    def __init__(self, slots: _IntArray, tfs: _FloatArray, lens: _FloatArray) -> None:
-        self.slots = slots
-        self.tfs = tfs
-        self.lens = lens
-        self.pending: list[tuple[int, int, int]] = []
-
-    def merge(self) -> None:
-        # Batching appends to the next query keeps add() O(distinct terms) without copies.
-        if self.pending:
-            s, t, n = zip(*self.pending, strict=True)
-            self.slots = np.concatenate((self.slots, np.array(s, dtype=np.int64)))
-            self.tfs = np.concatenate((self.tfs, np.array(t, dtype=np.float64)))
-            self.lens = np.concatenate((self.lens, np.array(n, dtype=np.float64)))
-            self.pending.clear()
-
-
 class BM25Index:
     """Incremental Lucene-style BM25 over documents identified by integer keys.
 
@@ -141,13 +130,21 @@ class BM25Index:
             raise ValueError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = float(k1)
         self.b = float(b)
-        self._postings: dict[str, dict[int, int]] = {}
-        self._docs: dict[int, tuple[int, Counter[str], int]] = {}  # key -> slot, tfs, length
+        self._vocab = Vocabulary()
+        self._df: _IntArray = np.zeros(1024, dtype=np.int64)  # term id -> live documents
+        self._post: list[array[int]] = []  # term id -> (slot, tf) pairs, int32, interleaved
+        self._docs: dict[int, int] = {}  # key -> slot
         self._total_len = 0
-        self._arrays: dict[str, _TermArrays] = {}
         self._n_slots = 0
         self._slot_key: _IntArray = np.zeros(64, dtype=np.int64)
+        self._slot_len: _FloatArray = np.zeros(64, dtype=np.float64)
         self._alive: npt.NDArray[np.bool_] = np.zeros(64, dtype=np.bool_)
+        # A slot's distinct term ids and their counts (for remove and term_counts):
+        # _fwd[_fwd_start[s] : _fwd_start[s + 1]], and _fwd_tf at the same places.
+        self._fwd: npt.NDArray[np.int32] = np.zeros(4096, dtype=np.int32)
+        self._fwd_tf: npt.NDArray[np.int32] = np.zeros(4096, dtype=np.int32)
+        self._fwd_start: _IntArray = np.zeros(65, dtype=np.int64)
+        self._norm: _FloatArray | None = None  # _length_norm's cache; None after any change
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -170,37 +167,122 @@ class BM25Index:
         if isinstance(tokens, str):
             raise TypeError("tokens must be a sequence of tokens, not a str")
         self.remove(key)
-        if self._n_slots == len(self._alive):
-            self._slot_key = np.concatenate((self._slot_key, np.zeros_like(self._slot_key)))
-            self._alive = np.concatenate((self._alive, np.zeros_like(self._alive)))
-        slot = self._n_slots
-        self._n_slots += 1
-        self._slot_key[slot] = key
-        self._alive[slot] = True
-        tfs = Counter(tokens)
-        length = len(tokens)
-        self._docs[key] = (slot, tfs, length)
-        self._total_len += length
-        for term, tf in tfs.items():
-            self._postings.setdefault(term, {})[key] = tf
-            arrays = self._arrays.get(term)
-            if arrays is not None:
-                arrays.pending.append((slot, tf, length))
+        counts = Counter(tokens)
+        ids = list(map(self._vocab.__getitem__, counts))
+        tfs = list(counts.values())
+        self._grow_terms()
+        slot = self._new_slots([key], [len(tokens)], ids, tfs)
+        post = self._post
+        for tid, tf in zip(ids, tfs, strict=True):  # one document: a loop beats numpy set-up
+            post[tid].extend((slot, tf))
+        self._df[ids] += 1  # distinct ids: no repeated index
+
+    def add_many(self, items: Iterable[tuple[int, Sequence[str]]]) -> None:
+        """Index many ``(key, tokens)`` documents; the same as :meth:`add` for each in turn.
+
+        The tokens of the whole batch are counted and inverted with a few numpy sorts
+        instead of a Python loop per (document, term): loading 20,000 documents this way
+        is several times faster than adding them one by one.
+        """
+        batch = list(items)
+        keys = [key for key, _ in batch]
+        if len(batch) < 8 or len(set(keys)) != len(keys):
+            for key, tokens in batch:  # small, or a key twice: the later one must win
+                self.add(key, tokens)
+            return
+        if any(isinstance(tokens, str) for _, tokens in batch):
+            raise TypeError("tokens must be a sequence of tokens, not a str")
+        for key in keys:
+            self.remove(key)
+        lengths = np.fromiter((len(tokens) for _, tokens in batch), np.int64, len(batch))
+        flat = chain.from_iterable(tokens for _, tokens in batch)
+        ids = np.fromiter(map(self._vocab.__getitem__, flat), np.int64, int(lengths.sum()))
+        self._grow_terms()
+        n_terms = len(self._vocab.terms)
+        doc = np.repeat(np.arange(len(batch), dtype=np.int64), lengths)
+        # One sort gives each document's distinct terms (ascending) and their counts.
+        pairs, tfs = np.unique(doc * n_terms + ids, return_counts=True)
+        pair_doc, pair_term = np.divmod(pairs, n_terms)
+        self._insert(keys, lengths, np.bincount(pair_doc, minlength=len(batch)), pair_term, tfs)
+
+    def add_counts(self, keys: Sequence[int], counts: TermCounts) -> None:
+        """Index documents given as term counts (e.g. saved by :meth:`term_counts`).
+
+        The same as :meth:`add` with tokens having those counts; ``keys`` must be distinct.
+        """
+        if len(keys) != len(counts.lengths) or len(set(keys)) != len(keys):
+            raise ValueError("add_counts needs one distinct key per document")
+        for key in keys:
+            self.remove(key)
+        # Only the terms these documents use are looked up (the vocabulary may be larger).
+        used, where = np.unique(counts.term, return_inverse=True)
+        names = [counts.terms[i] for i in used.tolist()]
+        ids = np.fromiter(map(self._vocab.__getitem__, names), np.int64, len(names))
+        self._grow_terms()
+        sizes = counts.sizes.astype(np.int64)
+        self._insert(keys, counts.lengths.astype(np.int64), sizes, ids[where], counts.tf)
+
+    def term_counts(self, keys: Sequence[int]) -> TermCounts:
+        """The documents ``keys`` as term counts (``KeyError`` for a key not indexed)."""
+        slots = np.fromiter(map(self._docs.__getitem__, keys), np.int64, len(keys))
+        starts = self._fwd_start[slots]
+        sizes = self._fwd_start[slots + 1] - starts
+        pairs = ranges(starts, sizes)
+        terms = [t if t is not None else "" for t in self._vocab.terms]  # "": a free id
+        lengths = self._slot_len[slots].astype(np.int64)
+        tf = self._fwd_tf[pairs].astype(np.int64)
+        return TermCounts(terms, lengths, sizes, self._fwd[pairs].astype(np.int64), tf)
+
+    def doc_sizes(self, keys: Sequence[int]) -> tuple[_IntArray, _IntArray]:
+        """Per document ``keys``: (tokens, distinct terms); ``KeyError`` if not indexed."""
+        slots = np.fromiter(map(self._docs.__getitem__, keys), np.int64, len(keys))
+        sizes = self._fwd_start[slots + 1] - self._fwd_start[slots]
+        return self._slot_len[slots].astype(np.int64), sizes
+
+    def _insert(
+        self,
+        keys: Sequence[int],
+        lengths: _IntArray,
+        sizes: _IntArray,
+        term: _IntArray,
+        tf: np.ndarray,
+    ) -> None:
+        """Index new documents: pairs grouped by document, ``sizes`` of them each."""
+        doc = np.repeat(np.arange(len(keys), dtype=np.int64), sizes)
+        first = self._new_slots(keys, lengths.tolist(), term, tf, sizes)
+        if not len(term):
+            return  # empty documents only: nothing to post
+        self._df[: len(self._vocab.terms)] += np.bincount(term, minlength=len(self._vocab.terms))
+        # Postings: the pairs grouped by term (stable: slots ascending within a term).
+        order = np.argsort(term, kind="stable")
+        grouped = np.empty((len(order), 2), dtype=np.int32)
+        grouped[:, 0] = first + doc[order]
+        grouped[:, 1] = tf[order]
+        by_term = term[order]
+        starts = np.flatnonzero(np.r_[True, by_term[1:] != by_term[:-1]])
+        ends = np.r_[starts[1:], len(by_term)]
+        raw = grouped.reshape(-1).data.cast("B")
+        post = self._post
+        for tid, lo, hi in zip(
+            by_term[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+        ):
+            post[tid].frombytes(raw[8 * lo : 8 * hi])
 
     def remove(self, key: int) -> None:
         """Remove the document ``key``; does nothing if it is absent."""
-        entry = self._docs.pop(key, None)
-        if entry is None:
+        slot = self._docs.pop(key, None)
+        if slot is None:
             return
-        slot, tfs, length = entry
-        self._total_len -= length
-        self._alive[slot] = False  # its stale array entries are masked out at query time
-        for term in tfs:
-            posting = self._postings[term]
-            del posting[key]
-            if not posting:
-                del self._postings[term]
-                self._arrays.pop(term, None)
+        self._total_len -= int(self._slot_len[slot])
+        self._norm = None
+        self._alive[slot] = False  # its postings stay until _renumber, masked at query time
+        terms = self._fwd[self._fwd_start[slot] : self._fwd_start[slot + 1]]
+        df = self._df
+        df[terms] -= 1
+        gone = terms[df[terms] == 0]
+        for tid in gone.tolist():  # no live document has it: free the term and its id
+            self._vocab.release(tid)
+            self._post[tid] = array("i")
         if self._n_slots - len(self._docs) > max(1024, len(self._docs)):
             self._renumber()
 
@@ -220,6 +302,11 @@ class BM25Index:
             return {}
         best = max(raw.values())
         return {key: score / best for key, score in raw.items()}
+
+    def query(self, query_tokens: Sequence[str]) -> QueryScores:
+        """Score ``query_tokens`` once, for several look-ups (:class:`QueryScores`)."""
+        idx, acc = self._score_slots(query_tokens)
+        return QueryScores(acc, idx, self._docs, self._slot_key)
 
     def top_k(
         self,
@@ -247,7 +334,7 @@ class BM25Index:
         checked = 0
         prefix = k if allowed is None else min(len(idx), 4 * k)
         while True:
-            ranked = _ranked_prefix(keys, vals, prefix)
+            ranked = ranked_prefix(keys, vals, prefix)
             for key, score in ranked[checked:]:
                 if allowed is None or allowed(key):
                     out.append((key, score))
@@ -262,54 +349,111 @@ class BM25Index:
         """Live matching slots and the per-slot score accumulator."""
         if isinstance(query_tokens, str):
             raise TypeError("query_tokens must be a sequence of tokens, not a str")
-        terms = [t for t in dict.fromkeys(query_tokens) if t in self._postings]
+        vocab, df = self._vocab, self._df
+        terms = [tid for t in dict.fromkeys(query_tokens) if (tid := vocab.get(t)) is not None]
         if not terms:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         n_docs = len(self._docs)
-        avg = self._total_len / n_docs  # > 0: a matched term means some document has tokens
-        k1, b = self.k1, self.b
+        k1 = self.k1
+        norm = self._length_norm()
         acc = np.zeros(self._n_slots, dtype=np.float64)
-        for term in terms:
-            arrays = self._term_arrays(term)
-            idf = lucene_idf(n_docs, len(self._postings[term]))
-            tf = arrays.tfs
-            # term_score's expression, vectorised in the same operation order (same rounding).
-            part = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * arrays.lens / avg))
-            acc[arrays.slots] += idf * part  # slots are unique within one term's postings
+        for tid in terms:
+            # A copy, not a view: a view would pin the array('i') and forbid later appends.
+            pairs = np.array(self._post[tid], dtype=np.int32).reshape(-1, 2)
+            slots = pairs[:, 0].astype(np.intp)
+            tf = pairs[:, 1].astype(np.float64)
+            idf = lucene_idf(n_docs, int(df[tid]))
+            # term_score's expression, vectorised in the same operation order (same
+            # rounding), in place to spare temporaries: idf * (tf*(k1+1) / (tf + norm)).
+            den = norm[slots]
+            den += tf
+            tf *= k1 + 1.0
+            tf /= den
+            tf *= idf
+            # Slots are unique within one term's postings, so this equals acc[slots] += ...
+            # (the same additions, the same rounding); ufunc.at is about twice as fast.
+            np.add.at(acc, slots, tf)
         hit = np.flatnonzero(acc)
         return hit[self._alive[hit]], acc
 
-    def _term_arrays(self, term: str) -> _TermArrays:
-        arrays = self._arrays.get(term)
-        if arrays is None:
-            posting = self._postings[term]
-            n = len(posting)
-            slots = np.fromiter((self._docs[key][0] for key in posting), np.int64, n)
-            lens = np.fromiter((self._docs[key][2] for key in posting), np.float64, n)
-            tfs = np.fromiter(posting.values(), np.float64, n)
-            arrays = self._arrays[term] = _TermArrays(slots, tfs, lens)
-        arrays.merge()
-        return arrays
+    def _length_norm(self) -> _FloatArray:
+        """Per slot, ``k1 * (1 - b + b * length / avg_length)``: the tf denominator's part
+        that depends on the document, computed once for every query until the index changes.
+        """
+        if self._norm is None:
+            avg = self._total_len / len(self._docs)  # > 0: some document has a query term
+            k1, b = self.k1, self.b
+            self._norm = k1 * (1.0 - b + b * self._slot_len[: self._n_slots] / avg)
+        return self._norm
+
+    def _grow_terms(self) -> None:
+        """Room in the per-term structures for every id the vocabulary has handed out."""
+        n_terms = len(self._vocab.terms)
+        self._df = grown(self._df, n_terms)
+        self._post.extend(array("i") for _ in range(n_terms - len(self._post)))
+
+    def _new_slots(
+        self,
+        keys: Sequence[int],
+        lengths: Sequence[int],
+        terms: Sequence[int] | _IntArray,
+        tfs: Sequence[int] | _IntArray,
+        sizes: _IntArray | None = None,
+    ) -> int:
+        """Give ``keys`` consecutive slots and record their distinct terms and counts
+        (``sizes[i]`` pairs for key ``i``; all of them for a single key). Returns the first."""
+        self._norm = None
+        first, n = self._n_slots, len(keys)
+        stop = first + n
+        self._slot_key = grown(self._slot_key, stop)
+        self._slot_len = grown(self._slot_len, stop)
+        self._alive = grown(self._alive, stop)
+        self._fwd_start = grown(self._fwd_start, stop + 1)
+        self._slot_key[first:stop] = keys
+        self._slot_len[first:stop] = lengths
+        self._alive[first:stop] = True
+        base = int(self._fwd_start[first])
+        self._fwd_start[first + 1 : stop + 1] = base + np.cumsum(
+            [len(terms)] if sizes is None else sizes
+        )
+        end = int(self._fwd_start[stop])
+        self._fwd = grown(self._fwd, end)
+        self._fwd_tf = grown(self._fwd_tf, end)
+        self._fwd[base:end] = terms
+        self._fwd_tf[base:end] = tfs
+        self._docs.update(zip(keys, range(first, stop), strict=True))
+        self._total_len += int(sum(lengths))
+        self._n_slots = stop
+        return first
 
     def _renumber(self) -> None:
-        """Give live documents slots 0..N-1 and drop term arrays (rebuilt lazily)."""
-        size = max(64, 2 * len(self._docs))
-        self._slot_key = np.zeros(size, dtype=np.int64)
+        """Give live documents slots 0..N-1: drop dead slots from postings and arrays."""
+        self._norm = None
+        n = self._n_slots
+        live = np.flatnonzero(self._alive[:n])
+        new_slot = np.full(n, -1, dtype=np.int32)
+        new_slot[live] = np.arange(len(live), dtype=np.int32)
+        for tid, post in enumerate(self._post):
+            if post:
+                pairs = np.array(post, dtype=np.int32).reshape(-1, 2)
+                moved = new_slot[pairs[:, 0]]
+                kept = pairs[moved >= 0]
+                kept[:, 0] = moved[moved >= 0]
+                self._post[tid] = array("i", kept.tobytes())
+        starts = self._fwd_start[live]
+        counts = self._fwd_start[live + 1] - starts
+        runs = ranges(starts, counts)
+        self._fwd, self._fwd_tf = self._fwd[runs], self._fwd_tf[runs]
+        size = max(64, 2 * len(live))
+        keys = self._slot_key[live]
+        self._slot_key = grown(np.zeros(0, np.int64), size)
+        self._slot_key[: len(live)] = keys
+        lens = self._slot_len[live]
+        self._slot_len = grown(np.zeros(0, np.float64), size)
+        self._slot_len[: len(live)] = lens
         self._alive = np.zeros(size, dtype=np.bool_)
-        for slot, (key, (_, tfs, length)) in enumerate(self._docs.items()):
-            self._docs[key] = (slot, tfs, length)
-            self._slot_key[slot] = key
-        self._n_slots = len(self._docs)
-        self._alive[: self._n_slots] = True
-        self._arrays.clear()
-
-
-def _ranked_prefix(keys: _IntArray, vals: _FloatArray, m: int) -> list[tuple[int, float]]:
-    """The first ``m`` (key, score) pairs in (score desc, key asc) order."""
-    if m < len(vals):
-        # Keep every score tied with the m-th so the key tie-break sees all of them.
-        threshold = np.partition(vals, len(vals) - m)[len(vals) - m]
-        sel = np.flatnonzero(vals >= threshold)
-        keys, vals = keys[sel], vals[sel]
-    order = np.lexsort((keys, -vals))[:m]
-    return list(zip(keys[order].tolist(), vals[order].tolist(), strict=True))
+        self._alive[: len(live)] = True
+        self._fwd_start = np.zeros(size + 1, dtype=np.int64)
+        self._fwd_start[1 : len(live) + 1] = np.cumsum(counts)
+        self._docs = dict(zip(keys.tolist(), range(len(live)), strict=True))
+        self._n_slots = len(live)

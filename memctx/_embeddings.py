@@ -19,6 +19,7 @@ import re
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import filterfalse
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -155,9 +156,10 @@ class HashEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         """One text's float32 unit vector (zeros when it has no features)."""
         tokens = tokenize(text)
-        words = [w for w in _WORD_RE.findall(text.lower()) if w not in STOPWORDS]
-        word_hashes = np.fromiter((_word_hash(t) for t in tokens), np.uint64, len(tokens))
-        parts = [_ngram_hashes(w) for w in words]
+        # map/filterfalse over the cached hash functions keep the per-word loop in C.
+        words = filterfalse(STOPWORDS.__contains__, _WORD_RE.findall(text.lower()))
+        word_hashes = np.fromiter(map(_word_hash, tokens), np.uint64, len(tokens))
+        parts = list(map(_ngram_hashes, words))
         gram_hashes = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
         vec = _WORD_WEIGHT * _signed_tf_vector(word_hashes, self.dim)
         vec += _NGRAM_WEIGHT * _signed_tf_vector(gram_hashes, self.dim)

@@ -27,6 +27,7 @@ from memctx._raw_store_index import SegmentIndex, age_cutoff
 from memctx._raw_store_io import (
     LOCK_FILE,
     SEGMENTS_FILE,
+    SegmentInfo,
     check_inside,
     child_path,
     decode_record,
@@ -36,11 +37,18 @@ from memctx._raw_store_io import (
     path_ident,
     validate_session_id,
 )
+from memctx._raw_store_terms import (
+    STALE_MIN,
+    TERMS_FILE,
+    TermCache,
+    read_term_cache,
+    write_term_cache,
+)
 from memctx._raw_store_vectors import VectorFile
 from memctx._redact import Redactor
 from memctx._text import tokenize
 
-__all__ = ["DEFAULT_REDACTOR", "RawStoreBase"]
+__all__ = ["DEFAULT_REDACTOR", "RawStoreBase", "read_runs"]
 
 logger = logging.getLogger("memctx")
 
@@ -48,6 +56,9 @@ DEFAULT_REDACTOR: Final = Redactor()
 _LOCK_TIMEOUT: Final = 60.0  # seconds; writers hold the lock for milliseconds
 _CONTENT_CACHE: Final = 256
 _EMBED_BATCH: Final = 256
+# Lines indexed per BM25 batch while loading: large enough for numpy to pay off, small
+# enough that the batch's tokens and sort arrays stay a few MB.
+_INDEX_BATCH: Final = 2048
 _TAIL_SIG: Final = 32  # last bytes read, compared to notice a file rewritten in place
 O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
@@ -81,8 +92,9 @@ class RawStoreBase:
         except (OSError, RuntimeError) as exc:
             raise StoreError(f"cannot resolve store_dir {store_dir!r}: {exc}") from exc
         self._seg_path = child_path(self._dir, SEGMENTS_FILE)
+        self._terms_path = child_path(self._dir, TERMS_FILE)
         self._flock = FileLock(child_path(self._dir, LOCK_FILE), timeout=_LOCK_TIMEOUT)
-        self._vfile = VectorFile(self._dir, embedder)
+        self._vfile = VectorFile(self._dir, embedder, durable=durable)
         self._session_id = None if session_id is None else validate_session_id(session_id)
         self._embedder = embedder
         self._max = max_segments
@@ -118,6 +130,7 @@ class RawStoreBase:
         self._tail_sig = b""
         self._file_lines = 0
         self._torn = self._skipped = 0
+        self._uncached = 0  # live segments indexed since bm25.cache was last written
 
     def _evict(self) -> None:
         for key in self._idx.evict(age_cutoff(self._clock(), self._max_age), self._max):
@@ -131,7 +144,7 @@ class RawStoreBase:
         if self._flock_depth:
             yield
             return
-        if create:
+        if create and not os.path.isdir(self._dir):  # a stat: cheaper than mkdir's EEXIST
             self._dir.mkdir(parents=True, exist_ok=True)
         try:
             self._flock.acquire()
@@ -144,14 +157,22 @@ class RawStoreBase:
             self._flock_depth = 0
             self._flock.release()
 
-    def _scan(self, start: int) -> tuple[int, int, list[int]]:
-        """Index complete lines from ``start``: (end of the last one, tail fragment, keys)."""
+    def _scan(self, start: int, cache: TermCache | None = None) -> tuple[int, int, list[int]]:
+        """Index complete lines from ``start``: (end of the last one, tail fragment, keys).
+
+        A line whose digest is in ``cache`` takes its term counts from there instead of
+        being tokenized (see :mod:`memctx._raw_store_terms`).
+        """
         assert self._rfd is not None
         keys: list[int] = []
-        pos = start
+        batch: list[tuple[SegmentInfo, tuple[int, int], bytes, list[str] | int]] = []
+        counts = cache.counts if cache is not None else None
+        cached = cache.row_of if cache is not None else {}
+        pos, fragment = start, 0
         for offset, end, raw in iter_lines(self._rfd, start):
             if not raw.endswith(b"\n"):
-                return pos, end - offset, keys
+                fragment = end - offset
+                break
             pos, body = end, raw[:-1]
             if not body.strip():
                 continue  # the newline a writer puts after a torn fragment
@@ -162,9 +183,35 @@ class RawStoreBase:
                 self._skipped += 1
                 continue
             digest = dedup_digest(seg.session_id, seg.role, seg.content)
-            loc = (offset, len(body))
-            keys.append(self._idx.add(seg.info, loc, digest, tokenize(seg.content)))
-        return pos, 0, keys
+            doc: list[str] | int | None = cached.get(digest)
+            if doc is None:
+                doc = tokenize(seg.content)
+                self._uncached += 1
+            batch.append((seg.info, (offset, len(body)), digest, doc))
+            if len(batch) == _INDEX_BATCH:
+                keys += self._idx.add_many(batch, counts)
+                batch = []
+        keys += self._idx.add_many(batch, counts)
+        return pos, fragment, keys
+
+    def _save_terms(self, stale_share: float = 0.1) -> None:
+        """Rewrite ``bm25.cache`` once enough live segments are missing from it: at least
+        :data:`STALE_MIN` and ``stale_share`` of them.
+
+        Best effort: the file only makes the next open faster, so a failure is logged.
+        """
+        if self._uncached < max(STALE_MIN, int(len(self._idx) * stale_share)):
+            return
+        keys = list(self._idx.info)
+        try:
+            check_inside(self._dir, self._terms_path)
+            write_term_cache(self._terms_path, self._idx.bm25, keys, self._idx.digests(keys))
+        except (OSError, StoreError) as exc:
+            logger.info(
+                "cannot write %s (the next open tokenizes again): %s", self._terms_path, exc
+            )
+            return
+        self._uncached = 0
 
     def _finish_scan(self, end: int, fragment: int) -> None:
         """Advance past what was read; a fragment still there under the lock is torn."""
@@ -195,7 +242,11 @@ class RawStoreBase:
             self._opened = True
             if not self._open_read():
                 return
-            end, fragment, keys = self._scan(0)  # the bulk, without blocking writers
+            cache = None
+            with contextlib.suppress(StoreError):  # a symlink out of the store: not read
+                check_inside(self._dir, self._terms_path)
+                cache = read_term_cache(self._terms_path)
+            end, fragment, keys = self._scan(0, cache)  # the bulk, without blocking writers
             with contextlib.ExitStack() as stack:
                 try:
                     stack.enter_context(self._file_locked(create=False))
@@ -208,12 +259,15 @@ class RawStoreBase:
                 if can_write and path_ident(self._seg_path) != self._ident:
                     continue  # compacted by another process meanwhile: start over
                 if fragment or os.fstat(self._rfd).st_size > end:  # type: ignore[arg-type]
-                    end, fragment, more = self._scan(end)
+                    end, fragment, more = self._scan(end, cache)
                     keys += more
+                del cache  # its arrays are as large as the postings: free them now
                 self._finish_scan(end, fragment)
                 self._evict()  # first: evicted segments need no vector
                 self._attach_all_vectors(keys, can_write=can_write)
-                return
+            if can_write:
+                self._save_terms()  # outside the lock: writers need not wait for a cache
+            return
         raise StoreError(f"{self._seg_path} keeps being replaced while it is read; try again")
 
     def _ensure_open(self) -> None:
@@ -278,15 +332,13 @@ class RawStoreBase:
         keys = [k for k in dict.fromkeys(keys) if k in self._idx.info]  # a repeated id: once
         if not keys and not self._vfile.path.exists():
             return
-        state = self._vfile.load(self._idx.ids(keys))
-        present = [(k, row) for k, row in zip(keys, state.rows, strict=True) if row is not None]
-        for i in range(0, len(present), 4096):
-            # In chunks: the index copies what it gets, and 20,000 vectors are 30 MB.
-            chunk = present[i : i + 4096]
-            rows = np.fromiter((row for _, row in chunk), dtype=np.intp, count=len(chunk))
-            self._idx.vectors.add_many([k for k, _ in chunk], state.matrix[rows])
+        vectors = self._idx.vectors
+
+        def sink(positions: list[int], matrix: np.ndarray) -> None:
+            vectors.add_many([keys[p] for p in positions], matrix)
+
+        state = self._vfile.load(self._idx.ids(keys), sink)
         missing = [k for k, row in zip(keys, state.rows, strict=True) if row is None]
-        state = state._replace(matrix=np.empty((0, 1), np.float32))  # free the file's copy
         if state.reason is None:
             if can_write:
                 self._vfile.confirm()
@@ -336,3 +388,17 @@ class RawStoreBase:
         if len(self._cache) > _CONTENT_CACHE:
             self._cache.popitem(last=False)
         return seg.content
+
+
+def read_runs(fd: int, locs: list[tuple[int, int]], most: int = 1 << 22) -> Iterator[bytes]:
+    """The lines at ``locs`` (offset, length without newline), newlines included, read as
+    runs of adjacent lines (most of a file being compacted is live: a few thousand reads
+    instead of one per line), at most ``most`` bytes a read."""
+    i = 0
+    while i < len(locs):
+        start, end = locs[i][0], locs[i][0] + locs[i][1] + 1
+        i += 1
+        while i < len(locs) and locs[i][0] == end and end - start < most:
+            end += locs[i][1] + 1
+            i += 1
+        yield os.pread(fd, end - start, start)

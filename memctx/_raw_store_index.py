@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memctx._bm25 import BM25Index
+from memctx._bm25 import BM25Index, TermCounts
 from memctx._raw_store_io import SegmentInfo
 from memctx._search import EpisodeIndex
 from memctx._vector_index import VectorIndex
@@ -76,6 +76,57 @@ class SegmentIndex:
         lock, so a repeat is only ever written after the first copy was evicted, and the later
         line is the live one.
         """
+        key = self._add_meta(info, loc, digest)
+        self.bm25.add(key, tokens)
+        return key
+
+    def add_many(
+        self,
+        records: Sequence[tuple[SegmentInfo, tuple[int, int], bytes, list[str] | int]],
+        counts: TermCounts | None = None,
+    ) -> list[int]:
+        """:meth:`add` for each ``(info, loc, digest, doc)`` in turn, with BM25 in batches.
+
+        ``doc`` is the segment's tokens, or its row in ``counts`` (saved term counts of the
+        same content, see :mod:`memctx._raw_store_terms`).
+        """
+        keys = []
+        tokens_of: dict[int, list[str]] = {}
+        row_of: dict[int, int] = {}
+        for info, loc, digest, doc in records:
+            key = self._add_meta(info, loc, digest)
+            keys.append(key)
+            # A key reused within the batch (same id again) keeps its later document; one
+            # superseded within the batch is not live any more and is left out. The two
+            # kinds are flushed in runs so that BM25 sees the documents in file order.
+            if isinstance(doc, int):
+                if tokens_of:
+                    self._flush(tokens_of, row_of, counts)
+                row_of[key] = doc
+            else:
+                if row_of:
+                    self._flush(tokens_of, row_of, counts)
+                tokens_of[key] = doc
+        self._flush(tokens_of, row_of, counts)
+        return keys
+
+    def _flush(
+        self, tokens_of: dict[int, list[str]], row_of: dict[int, int], counts: TermCounts | None
+    ) -> None:
+        self.bm25.add_many((k, t) for k, t in tokens_of.items() if k in self.info)
+        live = [k for k in row_of if k in self.info]
+        if live:
+            assert counts is not None
+            self.bm25.add_counts(live, counts.take([row_of[k] for k in live]))
+        tokens_of.clear()
+        row_of.clear()
+
+    def digests(self, keys: Sequence[int]) -> list[bytes]:
+        """Dedup digests of live ``keys``."""
+        return [self._digest_of[k] for k in keys]
+
+    def _add_meta(self, info: SegmentInfo, loc: tuple[int, int], digest: bytes) -> int:
+        """Everything :meth:`add` does but BM25."""
         for old in (self._key_of_digest.get(digest), self._key_of_id.get(info.id)):
             if old is not None and old in self.info:
                 self.drop(old)
@@ -91,7 +142,6 @@ class SegmentIndex:
         self._key_of_id[info.id] = key
         self.by_session.setdefault(info.session_id, set()).add(key)
         heapq.heappush(self._heap, (info.timestamp, key))
-        self.bm25.add(key, tokens)
         self.episodes.add(key, info.session_id, info.timestamp)
         return key
 
@@ -139,9 +189,13 @@ class SegmentIndex:
         heapq.heapify(self._heap)
 
     def snapshot_vectors(self) -> tuple[list[str], np.ndarray]:
-        """Ids and vectors of every live segment, in index row order (for a rewrite)."""
+        """Ids and vectors of every live segment, in index row order (for a rewrite).
+
+        The vectors are a read-only view, valid until the index changes: a rewrite writes
+        them out at once, and a 30 MB copy would only raise the peak memory.
+        """
         keys = self.vectors.keys().tolist()
-        return self.ids(keys), np.array(self.vectors.vectors())
+        return self.ids(keys), self.vectors.vectors()
 
 
 def age_cutoff(now: float, max_age: float | None) -> float:

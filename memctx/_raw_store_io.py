@@ -112,6 +112,8 @@ def validate_role(role: object) -> str:
 
 def clean_text(text: str) -> str:
     """Replace lone surrogates (invalid in UTF-8, e.g. from a cut emoji) with U+FFFD."""
+    if text.isascii():  # the common case, and a C-speed check: no surrogate possible
+        return text
     return _SURROGATE_RE.sub("\ufffd", text) if _SURROGATE_RE.search(text) else text
 
 
@@ -211,7 +213,11 @@ def _timestamp(value: Any) -> float:
 def _str_tuple(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         return ()
-    return tuple(sys.intern(v) if len(v) < 64 else v for v in value if isinstance(v, str))
+    try:
+        # Tags repeat across segments: one shared string each. map() keeps this in C.
+        return tuple(map(sys.intern, value))
+    except TypeError:  # a hand-edited file with a non-string tag: keep the strings
+        return tuple(sys.intern(v) for v in value if isinstance(v, str))
 
 
 def decode_record(line: bytes) -> Segment:

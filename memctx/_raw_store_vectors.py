@@ -30,7 +30,7 @@ from memctx._vmem import (
     VMEM_MAGIC,
     VMEM_VERSION,
     append_vmem,
-    read_vmem,
+    iter_vmem,
     vmem_entry_size,
     vmem_status,
     write_vmem,
@@ -41,6 +41,7 @@ __all__ = [
     "VECTORS_META_FILE",
     "VectorFile",
     "VectorFileState",
+    "VectorSink",
     "embedder_identity",
 ]
 
@@ -62,19 +63,21 @@ def embedder_identity(embedder: Any) -> tuple[str, str, int]:
 
 
 class VectorFileState(NamedTuple):
-    """What :meth:`VectorFile.load` found.
+    """What :meth:`VectorFile.load` found (the vectors themselves went to its ``sink``).
 
     Attributes:
-        matrix: The file's vectors (empty when the file is unusable).
-        rows: For each requested id, its row in ``matrix`` or ``None``.
+        rows: For each requested id, the entry of the file its vector came from, or ``None``.
         reason: Why vectors must be rebuilt; ``None`` when every id has a usable vector.
         appendable: The file itself is healthy, so missing vectors can be appended to it.
     """
 
-    matrix: np.ndarray
     rows: list[int | None]
     reason: str | None
     appendable: bool
+
+
+VectorSink = Callable[[list[int], np.ndarray], None]
+"""Receives ``(positions, matrix)``: the vectors of ``ids[p]`` for each ``p`` in positions."""
 
 
 class VectorFile:
@@ -85,8 +88,9 @@ class VectorFile:
         dirty: The file is known to be damaged or behind: the next write rewrites it whole.
     """
 
-    def __init__(self, directory: Path, embedder: Any) -> None:
+    def __init__(self, directory: Path, embedder: Any, *, durable: bool = False) -> None:
         self.path = child_path(directory, VECTORS_FILE)
+        self.durable = durable  # fsync appends (see memctx._vmem.append_vmem)
         self.meta_path = child_path(directory, VECTORS_META_FILE)
         self.embedder = embedder
         self.identity = embedder_identity(embedder)
@@ -115,9 +119,14 @@ class VectorFile:
             return None
         return obj if isinstance(obj, dict) else None
 
-    def load(self, ids: list[str]) -> VectorFileState:
-        """Read the whole file for the segment ``ids`` and say whether it must be rebuilt."""
-        empty = np.zeros((0, self.dim), dtype=np.float32)
+    def load(self, ids: list[str], sink: VectorSink) -> VectorFileState:
+        """Hand the vectors of the segment ``ids`` to ``sink``, chunk by chunk, and say
+        whether the file must be rebuilt.
+
+        Streaming keeps memory at one chunk plus what the sink keeps: reading the whole file
+        first would hold every vector twice (30 MB each at 20,000 x 384) until the sink had
+        copied them. A repeated id in the file reaches the sink again; the last one wins.
+        """
         nothing: list[int | None] = [None] * len(ids)
         meta = self._read_meta()
         if meta is not None:
@@ -128,30 +137,42 @@ class VectorFile:
                     f"written by embedder {found[0]!r} ({found[1]}, dim {found[2]}), but this "
                     f"store embeds with {name!r} ({version}, dim {dim})"
                 )
-                return VectorFileState(empty, nothing, changed, False)
+                return VectorFileState(nothing, changed, False)
         self._meta_ok = meta is not None
         if not self.path.exists():
-            return VectorFileState(empty, nothing, "the file is missing", False)
+            return VectorFileState(nothing, "the file is missing", False)
+        want = {seg_id: pos for pos, seg_id in enumerate(ids)}
+        rows: list[int | None] = [None] * len(ids)
         try:
-            file_ids, matrix = read_vmem(self.path, self.dim)
+            entry = 0
+            for file_ids, matrix in iter_vmem(self.path, self.dim):
+                found_at: dict[int, int] = {}  # position -> row in this chunk (the last wins)
+                for n, file_id in enumerate(file_ids):
+                    pos = want.get(str(file_id))
+                    if pos is not None:
+                        found_at[pos] = n
+                        rows[pos] = entry + n
+                if found_at:
+                    sink(list(found_at), matrix[list(found_at.values())])
+                entry += len(file_ids)
         except VmemError as exc:
             # An append cut short leaves whole entries before the damage (the count is
             # written last): keep those, so a crash costs a few embeddings, not all of them.
             salvaged = self._entries(None)
             if not salvaged:
-                return VectorFileState(empty, nothing, str(exc), False)
-            present = [(i, salvaged[seg]) for i, seg in enumerate(ids) if seg in salvaged]
-            matrix = np.zeros((len(present), self.dim), dtype=np.float32)
-            rows: list[int | None] = [None] * len(ids)
-            for n, (i, vec) in enumerate(present):
-                matrix[n], rows[i] = vec, n
+                return VectorFileState(nothing, str(exc), False)
+            present = [pos for pos, seg in enumerate(ids) if seg in salvaged]
+            rows = [None] * len(ids)
+            for i in range(0, len(present), 4096):
+                part = present[i : i + 4096]
+                sink(part, np.stack([salvaged[ids[pos]] for pos in part]))
+            for n, pos in enumerate(present):
+                rows[pos] = n
             kept = f"{exc}; kept the {len(present)} vectors of whole entries, re-embedding the rest"
-            return VectorFileState(matrix, rows, kept, False)
-        row_of = {str(u): i for i, u in enumerate(file_ids)}  # a repeated id: the last one wins
-        rows = [row_of.get(i) for i in ids]
+            return VectorFileState(rows, kept, False)
         missing = sum(r is None for r in rows)
         reason = f"{missing} of {len(ids)} segments have no vector in it" if missing else None
-        return VectorFileState(matrix, rows, reason, True)
+        return VectorFileState(rows, reason, True)
 
     def _entries(self, last: int | None) -> dict[str, np.ndarray]:
         """Whole entries of a file with a valid header: all of them, or the ``last`` few.
@@ -215,7 +236,7 @@ class VectorFile:
         if not self.dirty:
             before = file_size(self.path)
             try:
-                append_vmem(self.path, [uuid.UUID(i) for i in ids], matrix)
+                append_vmem(self.path, _uuid_bytes(ids), matrix, self.durable)
                 self._write_meta()
                 return
             except VmemError as exc:  # damaged by someone else: rewrite from memory
@@ -231,6 +252,15 @@ class VectorFile:
 
     def rewrite(self, ids: list[str], matrix: np.ndarray) -> None:
         """Write the whole file atomically (``write_vmem``), then the embedder record."""
-        write_vmem(self.path, [uuid.UUID(i) for i in ids], matrix)
+        write_vmem(self.path, _uuid_bytes(ids), matrix)
         self.dirty = False
         self._write_meta()
+
+
+def _uuid_bytes(ids: list[str]) -> bytes:
+    """16-byte forms of canonical UUID strings, in one C call for all of them (a rewrite
+    converts 20,000: ``uuid.UUID`` one by one takes ~50 ms of it)."""
+    raw = bytes.fromhex("".join(ids).replace("-", ""))
+    if len(raw) != 16 * len(ids):  # not all canonical: the slow, strict way
+        raw = b"".join(uuid.UUID(i).bytes for i in ids)
+    return raw

@@ -30,9 +30,10 @@ turn it back on.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from itertools import repeat
+from typing import cast
 
 import numpy as np
 
@@ -120,6 +121,15 @@ class EpisodeIndex:
     def neighbours(self, key: int) -> tuple[int | None, int | None]:
         return self._prev.get(key), self._next.get(key)
 
+    def neighbours_of(self, keys: Iterable[int]) -> tuple[list[int | None], list[int | None]]:
+        """:meth:`neighbours` of many keys at once: (all previous, all next), in ``keys`` order."""
+        keys = list(keys)
+        return list(map(self._prev.get, keys)), list(map(self._next.get, keys))
+
+    def episodes_of(self, keys: Iterable[int]) -> list[int]:
+        """:meth:`episode` of many keys at once, with -1 for "none"."""
+        return list(map(self._episode.get, keys, repeat(-1)))
+
     def episode(self, key: int) -> int | None:
         return self._episode.get(key)
 
@@ -163,56 +173,84 @@ def hybrid_search(
     if not query.strip() or limit <= 0 or len(vectors) == 0:
         return []
     q_tokens = tokenize(query)
-    text_scores = bm25.normalized_scores(q_tokens) if params.text_weight > 0 else {}
-    if allowed is not None:
-        text_scores = {k: v for k, v in text_scores.items() if k in allowed}
+    # Scored once, read three ways (best, top pool, candidates) without a dict over every
+    # matching document: a common word matches most of a 20,000-segment store.
+    text = bm25.query(q_tokens) if params.text_weight > 0 else None
     q_vec = embedder.embed([query])[0]
     pool = params.candidates
-    candidates = {k for k, _ in vectors.top_k(q_vec, pool, allowed=allowed)}
-    candidates.update(k for k, _ in sorted(text_scores.items(), key=lambda kv: -kv[1])[:pool])
-    smoothing = episodes is not None and (params.neighbour_weight or params.episode_weight)
-    every = set(candidates)
+    similarity = vectors.query(q_vec, allowed)  # one product, read twice (top, candidates)
+    candidates = {k for k, _ in similarity.top(pool)}
+    if text is not None:
+        candidates.update(k for k, _ in text.top(pool, allowed))
+    smoothing = episodes is not None and bool(params.neighbour_weight or params.episode_weight)
+    # Keys to score: the candidates first (position i = cand_list[i]), then the neighbours
+    # that are not candidates themselves (smoothing needs their base scores). Order does not
+    # change any result: the final order is by (score, key).
+    cand_list = list(candidates)
+    before: list[int | None] = []
+    after: list[int | None] = []
+    extra: list[int] = []
     if smoothing and episodes is not None:
-        for key in candidates:
-            every.update(n for n in episodes.neighbours(key) if n is not None)
-        if allowed is not None:
-            every = {k for k in every if k in allowed}
-    keys = sorted(every)
-    cosines = _cosines(vectors, keys, q_vec)
-    base: dict[int, tuple[float, float, float]] = {}
-    for key, cos in zip(keys, cosines, strict=True):
-        text = text_scores.get(key, 0.0)
-        vec = max(float(cos), 0.0)
-        base[key] = (params.vector_weight * vec + params.text_weight * text, vec, text)
-    best_in_episode: dict[int, float] = {}
-    if smoothing and episodes is not None:
-        for key, (value, _, _) in base.items():
-            ep = episodes.episode(key)
-            if ep is not None and value > best_in_episode.get(ep, 0.0):
-                best_in_episode[ep] = value
-    a, b = params.neighbour_weight, params.episode_weight
-    scale = 1.0 + (a + b if smoothing else 0.0)
-    results = []
-    for key in candidates:
-        value, vec, text = base[key]
-        if smoothing and episodes is not None:
-            near = [base[n][0] for n in episodes.neighbours(key) if n is not None and n in base]
-            ep = episodes.episode(key)
-            best = best_in_episode.get(ep, 0.0) if ep is not None else 0.0
-            value += a * max(near, default=0.0) + b * best
-        score = value / scale
-        if now is not None:
-            stamp = timestamp_of(key)
-            if stamp is not None:
-                score *= _decay(now - stamp, params)
-        if score >= params.min_score and not math.isnan(score):
-            results.append(ScoredKey(key, score, vec, text))
-    results.sort(key=lambda r: (-r.score, r.key))
-    return results[:limit]
-
-
-def _cosines(vectors: VectorIndex, keys: list[int], query: np.ndarray) -> np.ndarray:
+        before, after = episodes.neighbours_of(cand_list)
+        near: set[int | None] = set(before)
+        near.update(after)
+        near.discard(None)
+        near.difference_update(candidates)
+        extra = [k for k in near if k is not None and (allowed is None or k in allowed)]
+    keys = cand_list + extra
     if not keys:
-        return np.zeros(0, dtype=np.float32)
-    matrix = np.stack([vectors.get(k) for k in keys])
-    return matrix @ query.astype(np.float32)
+        return []
+    vec = np.maximum(similarity.of(keys).astype(np.float64), 0.0)
+    txt = text.normalized(keys) if text is not None else np.zeros(len(keys))
+    base = params.vector_weight * vec + params.text_weight * txt
+    value = base[: len(cand_list)]
+    if smoothing and episodes is not None:
+        a, b = params.neighbour_weight, params.episode_weight
+        pos = dict(zip(keys, range(len(keys)), strict=True))
+        value = value + (
+            a * _best_neighbour(before, after, pos, base)
+            + b * _episode_best(episodes, keys, base)[: len(cand_list)]
+        )
+        scale = 1.0 + (a + b)  # in this order: the rounding of the formula as documented
+    else:
+        scale = 1.0
+    scores = value / scale
+    if now is not None:
+        stamps = map(timestamp_of, cand_list)
+        factors = [1.0 if t is None else _decay(now - t, params) for t in stamps]
+        scores = scores * np.array(factors)
+    ok = np.flatnonzero((scores >= params.min_score) & ~np.isnan(scores))
+    key_arr = np.array(cand_list, dtype=np.int64)[ok]
+    order = ok[np.lexsort((key_arr, -scores[ok]))[:limit]]
+    return [ScoredKey(cand_list[i], float(scores[i]), float(vec[i]), float(txt[i])) for i in order]
+
+
+def _best_neighbour(
+    before: list[int | None], after: list[int | None], pos: dict[int, int], base: np.ndarray
+) -> np.ndarray:
+    """Per candidate, the better base score of its two neighbours (``before[i]``,
+    ``after[i]``) among the scored keys (``pos``); 0.0 without any."""
+    # -inf marks "no neighbour", so that a lone neighbour's score is taken as it is.
+    padded = np.append(base, -np.inf)
+    none = len(base)
+    # None (no neighbour) is not a key, so it falls through to ``none`` too.
+    find = cast(Callable[[int | None, int], int], pos.get)
+    prev = np.fromiter(map(find, before, repeat(none)), np.intp, len(before))
+    nxt = np.fromiter(map(find, after, repeat(none)), np.intp, len(after))
+    near: np.ndarray = np.maximum(padded[prev], padded[nxt])
+    near[np.isneginf(near)] = 0.0
+    return near
+
+
+def _episode_best(episodes: EpisodeIndex, keys: list[int], base: np.ndarray) -> np.ndarray:
+    """Per key, the best base score among ``keys`` of its episode (floored at 0.0)."""
+    ep = np.array(episodes.episodes_of(keys), dtype=np.int64)
+    # Group by sorting: a maximum per run of equal episode ids, spread back over the run.
+    order = np.argsort(ep, kind="stable")
+    sorted_ep = ep[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ep[1:] != sorted_ep[:-1]])
+    best = np.maximum(np.maximum.reduceat(base[order], starts), 0.0)
+    out = np.empty(len(keys))
+    out[order] = np.repeat(best, np.diff(np.r_[starts, len(keys)]))
+    out[ep < 0] = 0.0  # no episode: no boost
+    return out

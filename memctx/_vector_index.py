@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-__all__ = ["VectorIndex"]
+__all__ = ["VectorIndex", "VectorScores"]
 
 _MIN_CAPACITY = 16
 # Below this share of live rows an allowed-key filter gathers its rows before the product;
@@ -186,6 +186,37 @@ class VectorIndex:
         q = self._query(query)
         return self.keys(), self._matrix[: self._size] @ q
 
+    def similarities_of(self, query: np.ndarray, keys: Sequence[int]) -> np.ndarray:
+        """Cosine similarity of ``query`` to the vectors of ``keys``, in that order.
+
+        One gather and one product over those rows only: hybrid search scores a few hundred
+        candidates, so this is much cheaper than :meth:`similarities` over every row.
+
+        Raises:
+            KeyError: A key is not in the index.
+        """
+        q = self._query(query)
+        rows = np.fromiter(map(self._rows.__getitem__, keys), dtype=np.intp, count=len(keys))
+        sims: np.ndarray = self._matrix[rows] @ q
+        return sims
+
+    def query(self, query: np.ndarray, allowed: Collection[int] | None = None) -> VectorScores:
+        """Score ``query`` once against the ``allowed`` rows (all by default), for
+        :meth:`VectorScores.top` and :meth:`VectorScores.of` (what :meth:`top_k` does, plus
+        the similarities of any other keys without a second product)."""
+        q = self._query(query)
+        size = self._size
+        if allowed is None:
+            return VectorScores(self, q, None, self._matrix[:size] @ q)
+        rows_of = self._rows
+        rows = np.fromiter((rows_of[key] for key in allowed if key in rows_of), dtype=np.intp)
+        if rows.size < _GATHER_SHARE * size:
+            sims = np.full(size, np.nan, dtype=np.float32)  # NaN: not scored yet
+            sims[rows] = self._matrix[rows] @ q
+        else:
+            sims = self._matrix[:size] @ q
+        return VectorScores(self, q, rows, sims)
+
     def top_k(
         self, query: np.ndarray, k: int, allowed: Collection[int] | None = None
     ) -> list[tuple[int, float]]:
@@ -203,22 +234,33 @@ class VectorIndex:
         """
         if k <= 0 or self._size == 0:
             return []
-        q = self._query(query)
-        if allowed is None:
-            keys = self._keys[: self._size]
-            sims = self._matrix[: self._size] @ q
+        return self.query(query, allowed).top(k)
+
+
+class VectorScores:
+    """Cosine similarities of one query, as the index stood when it was scored.
+
+    Made by :meth:`VectorIndex.query`; read it before the index changes (the store holds its
+    lock while it searches).
+    """
+
+    __slots__ = ("_index", "_q", "_rows", "_sims")
+
+    def __init__(
+        self, index: VectorIndex, q: np.ndarray, rows: np.ndarray | None, sims: np.ndarray
+    ) -> None:
+        self._index, self._q, self._rows, self._sims = index, q, rows, sims
+
+    def top(self, k: int) -> list[tuple[int, float]]:
+        """The ``k`` most similar allowed keys, as :meth:`VectorIndex.top_k` gives them."""
+        all_keys = self._index._keys
+        if self._rows is None:
+            keys, sims = all_keys[: len(self._sims)], self._sims
         else:
-            rows = np.fromiter(
-                (self._rows[key] for key in allowed if key in self._rows), dtype=np.intp
-            )
-            if rows.size == 0:
-                return []
-            keys = self._keys[rows]
-            if rows.size < _GATHER_SHARE * self._size:
-                sims = self._matrix[rows] @ q
-            else:
-                sims = (self._matrix[: self._size] @ q)[rows]
+            keys, sims = all_keys[self._rows], self._sims[self._rows]
         n = sims.shape[0]
+        if k <= 0 or n == 0:
+            return []
         if k < n:
             # argpartition finds the k-th best score in O(n); keeping every candidate at
             # least that good (not just k of them) lets ties at the cut be settled by key.
@@ -230,3 +272,13 @@ class VectorIndex:
         order = np.lexsort((keys[candidates], -sims[candidates]))[:k]
         chosen = candidates[order]
         return [(int(key), float(sim)) for key, sim in zip(keys[chosen], sims[chosen], strict=True)]
+
+    def of(self, keys: Sequence[int]) -> np.ndarray:
+        """float32 similarities of ``keys`` (allowed or not); ``KeyError`` for unknown keys."""
+        index = self._index
+        rows = np.fromiter(map(index._rows.__getitem__, keys), dtype=np.intp, count=len(keys))
+        out = self._sims[rows]
+        todo = np.flatnonzero(np.isnan(out))  # rows the allowed filter left unscored
+        if len(todo):
+            out[todo] = index._matrix[rows[todo]] @ self._q
+        return out

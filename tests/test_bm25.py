@@ -433,3 +433,98 @@ def test_okapi_idf_zero_or_negative_on_common_terms_ours_positive() -> None:
     assert okapi_scores[0] < okapi_scores[2] == 0.0
     ours = _build(docs).scores(["error"])
     assert set(ours) == {0, 1} and all(s > 0 for s in ours.values())
+
+
+# ---------------------------------------------------------------- bulk paths and query object
+
+_doc = st.tuples(st.integers(0, 40), st.lists(st.sampled_from(_WORDS), max_size=10))
+# Distinct keys take the numpy path (8 or more documents); repeated keys the fallback.
+_batch = st.one_of(
+    st.lists(_doc, min_size=8, max_size=30, unique_by=lambda kv: kv[0]), st.lists(_doc, max_size=30)
+)
+
+
+def _assert_same_index(a: BM25Index, b: BM25Index) -> None:
+    assert len(a) == len(b) and a.avg_doc_len == b.avg_doc_len
+    for query in _QUERIES:
+        assert a.scores(query) == b.scores(query)  # exactly: the same sums in the same order
+        assert a.top_k(query, 5) == b.top_k(query, 5)
+
+
+@settings(max_examples=EXAMPLES // 2, deadline=None)
+@given(_batch, _batch)
+def test_add_many_equals_repeated_add(
+    first: list[tuple[int, list[str]]], second: list[tuple[int, list[str]]]
+) -> None:
+    one, many = BM25Index(K1, B), BM25Index(K1, B)
+    for batch in (first, second):  # the second batch replaces keys of the first
+        for key, tokens in batch:
+            one.add(key, tokens)
+        many.add_many(batch)
+    _assert_same_index(one, many)
+
+
+def test_add_many_on_a_real_corpus_and_after_churn() -> None:
+    docs, _ = _zipf_corpus(seed=11)
+    one = _build(docs)
+    many = BM25Index(K1, B)
+    many.add_many(enumerate(docs))
+    _assert_same_index(one, many)
+    for key in range(0, 200, 3):
+        one.remove(key)
+        many.remove(key)
+    many.add_many((key + 1000, docs[key]) for key in range(0, 200, 3))
+    for key in range(0, 200, 3):
+        one.add(key + 1000, docs[key])
+    _assert_same_index(one, many)
+    with pytest.raises(TypeError):
+        many.add_many([(k, "raw text") for k in range(10)])
+
+
+def test_term_counts_round_trip_through_add_counts() -> None:
+    rng = random.Random(9)
+    source = BM25Index(K1, B)
+    live: dict[int, list[str]] = {}
+    for step in range(3000):  # churn: term ids are freed and reused, slots renumbered
+        key = rng.randrange(80)
+        if rng.random() < 0.4:
+            source.remove(key)
+            live.pop(key, None)
+        else:
+            tokens = rng.choices([*_WORDS, f"rare{step}"], k=rng.randint(0, 12))
+            source.add(key, tokens)
+            live[key] = tokens
+    keys = sorted(live)
+    counts = source.term_counts(keys)
+    assert counts.lengths.tolist() == [len(live[k]) for k in keys]
+    copy = BM25Index(K1, B)
+    copy.add_counts(keys, counts)
+    fresh = BM25Index(K1, B)
+    for key in keys:
+        fresh.add(key, live[key])
+    _assert_same_index(copy, fresh)
+    half = counts.take(list(range(0, len(keys), 2)))
+    part = BM25Index(K1, B)
+    part.add_counts(keys[::2], half)
+    assert set(part.scores(_WORDS)) == {k for k in keys[::2] if set(live[k]) & set(_WORDS)}
+    with pytest.raises(ValueError):
+        part.add_counts([1, 1], counts.take([0, 1]))
+
+
+def test_query_scores_match_normalized_scores() -> None:
+    docs, queries = _zipf_corpus()
+    index = _build(docs)
+    index.remove(3)
+    everything = [*range(200), 999]  # 3 was removed, 999 never existed
+    for query in queries:
+        norm = index.normalized_scores(query)
+        scored = index.query(query)
+        assert len(scored) == len(norm)
+        assert scored.best == max(index.scores(query).values(), default=0.0)
+        assert scored.normalized(everything).tolist() == [norm.get(k, 0.0) for k in everything]
+        # Best first, ties in index order: exactly a stable sort of normalized_scores.
+        ranked = sorted(norm.items(), key=lambda kv: -kv[1])
+        assert scored.top(7) == ranked[:7]
+        allowed = frozenset(range(0, 200, 3)) | {999}
+        assert scored.top(5, allowed) == [kv for kv in ranked if kv[0] in allowed][:5]
+    assert index.query([]).top(3) == [] and index.query(["neverseenword"]).best == 0.0

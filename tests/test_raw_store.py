@@ -20,6 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memctx import _raw_store_base as store_base_module
+from memctx import _raw_store_terms as terms_module
 from memctx._embeddings import HashEmbedder
 from memctx._errors import StoreError
 from memctx._raw_store import RawStore, Segment
@@ -592,3 +594,118 @@ def test_entities_kinds_order_and_cap() -> None:
     many = " ".join(f"Error{i}Error" for i in range(40))
     assert len(entities(many)) == MAX_ENTITIES
     assert entities(text) == entities(text)  # deterministic
+
+
+# -- bm25.cache: term counts that spare a reopen the tokenizing ---------------------------------
+
+
+def _scores(store: RawStore, queries: Sequence[str]) -> list[dict[int, float]]:
+    return [store.bm25.scores(tokenize(q)) for q in queries]
+
+
+def _hybrid_keys(store: RawStore, query: str = "database port") -> list[int]:
+    found = hybrid_search(
+        query,
+        bm25=store.bm25,
+        vectors=store.vectors,
+        embedder=store.embedder,
+        episodes=store.episodes,
+    )
+    return [hit.key for hit in found]
+
+
+_QUERIES = ["database migration", "pytest auth bug", "docker staging port", "数据库 端口", "#123"]
+
+
+def _counting_tokenize(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+
+    def spy(text: str) -> list[str]:
+        calls.append(text)
+        return tokenize(text)
+
+    monkeypatch.setattr(store_base_module, "tokenize", spy)
+    return calls
+
+
+def test_reopen_takes_term_counts_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    store = make_store(tmp_path)
+    fill(store, 40)
+    expected = _scores(store, _QUERIES)
+    hits = _hybrid_keys(store)
+    store.close()  # 40 segments not in a cache yet: written now
+    assert (tmp_path / "bm25.cache").stat().st_mode & 0o077 == 0
+    calls = _counting_tokenize(monkeypatch)
+    again = make_store(tmp_path).open()
+    assert calls == []  # every segment's counts came from the cache
+    assert _scores(again, _QUERIES) == expected
+    assert _hybrid_keys(again) == hits
+    again.add("s1", "user", "a brand new line about kubernetes", timestamp=NOW)
+    again.close()  # one new segment: below the threshold, the cache is left as it is
+    third = make_store(tmp_path).open()
+    assert calls == ["a brand new line about kubernetes"]
+    top = third.bm25.top_k(["kubernetes"], 1)[0][0]
+    assert third.content(top) == "a brand new line about kubernetes"
+
+
+def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    store = make_store(tmp_path)
+    fill(store, 20)
+    expected = _scores(store, _QUERIES)
+    store.close()
+    cache = tmp_path / "bm25.cache"
+    good = cache.read_bytes()
+    damaged = bytearray(good)
+    damaged[len(damaged) // 2] ^= 0xFF
+    for bad in (bytes(damaged), good[:-5], b"junk", b""):
+        cache.write_bytes(bad)
+        calls = _counting_tokenize(monkeypatch)
+        again = make_store(tmp_path).open()
+        assert len(calls) == 20 and _scores(again, _QUERIES) == expected
+        assert cache.read_bytes() == good  # rewritten after the load (same store, same bytes)
+        again.close()
+        monkeypatch.undo()
+        monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    monkeypatch.setattr(terms_module, "TOKENIZER_VERSION", 99)  # another tokenizer wrote it
+    calls = _counting_tokenize(monkeypatch)
+    make_store(tmp_path).open()
+    assert len(calls) == 20
+
+
+def test_cache_entries_follow_the_content_not_the_segment_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    store = make_store(tmp_path)
+    fill(store, 12)
+    store.close()
+    lines = file_lines(tmp_path)
+    record = json.loads(lines[3])
+    record["content"] = "hand edited: now about zeppelins"
+    lines[3] = json.dumps(record).encode()
+    (tmp_path / "segments.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    calls = _counting_tokenize(monkeypatch)
+    again = make_store(tmp_path).open()
+    assert calls == ["hand edited: now about zeppelins"]  # only the changed line
+    assert again.get(again.bm25.top_k(["zeppelins"], 1)[0][0]).id == record["id"]
+
+
+def test_appends_fsync_only_when_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    for durable in (False, True):
+        store = make_store(tmp_path / str(durable), durable=durable)
+        store.add("s1", "user", "first line creates the files", timestamp=NOW)
+        monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+        store.add("s1", "user", "a second line", timestamp=NOW)
+        monkeypatch.undo()
+        # durable: segments.jsonl once, vectors.bin twice (entries, then the count)
+        assert len(synced) == (3 if durable else 0)
+        synced.clear()
+        store.close()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +16,15 @@ from memctx._bm25 import BM25Index
 from memctx._embeddings import HashEmbedder
 from memctx._memory_search import MAX_LIMIT, memory_search, search_store
 from memctx._raw_store import RawStore
-from memctx._search import SEED_PRESET, EpisodeIndex, SearchParams, hybrid_search
+from memctx._search import (
+    DEFAULT_PARAMS,
+    SEED_PRESET,
+    EpisodeIndex,
+    ScoredKey,
+    SearchParams,
+    _decay,
+    hybrid_search,
+)
 from memctx._text import tokenize
 from memctx._vector_index import VectorIndex
 
@@ -217,3 +228,133 @@ def test_search_is_deterministic(store: RawStore) -> None:
     ]
     first = [search_store(store, q, limit=10) for q in queries]
     assert first == [search_store(store, q, limit=10) for q in queries]
+
+
+# -- the vectorised hybrid_search against the per-key loop it replaced ---------------------------
+
+
+def _reference_hybrid_search(
+    query: str,
+    *,
+    bm25: BM25Index,
+    vectors: VectorIndex,
+    episodes: EpisodeIndex | None,
+    timestamp_of: Callable[[int], float | None],
+    now: float | None,
+    allowed: Collection[int] | None,
+    params: SearchParams,
+    limit: int,
+) -> list[ScoredKey]:
+    """The seed-shaped implementation: a dict over every BM25 match, one loop per key."""
+    if not query.strip() or limit <= 0 or len(vectors) == 0:
+        return []
+    text_scores = bm25.normalized_scores(tokenize(query)) if params.text_weight > 0 else {}
+    if allowed is not None:
+        text_scores = {k: v for k, v in text_scores.items() if k in allowed}
+    q_vec = EMB.embed([query])[0]
+    candidates = {k for k, _ in vectors.top_k(q_vec, params.candidates, allowed=allowed)}
+    by_text = sorted(text_scores.items(), key=lambda kv: -kv[1])
+    candidates.update(k for k, _ in by_text[: params.candidates])
+    smoothing = episodes is not None and (params.neighbour_weight or params.episode_weight)
+    every = set(candidates)
+    if smoothing and episodes is not None:
+        for key in candidates:
+            every.update(n for n in episodes.neighbours(key) if n is not None)
+        if allowed is not None:
+            every = {k for k in every if k in allowed}
+    base = {}
+    for key in every:
+        vec = max(float(vectors.get(key) @ q_vec), 0.0)
+        text = text_scores.get(key, 0.0)
+        base[key] = (params.vector_weight * vec + params.text_weight * text, vec, text)
+    best_in_episode: dict[int, float] = {}
+    if smoothing and episodes is not None:
+        for key, (value, _, _) in base.items():
+            ep = episodes.episode(key)
+            if ep is not None and value > best_in_episode.get(ep, 0.0):
+                best_in_episode[ep] = value
+    a, b = params.neighbour_weight, params.episode_weight
+    scale = 1.0 + (a + b if smoothing else 0.0)
+    results = []
+    for key in candidates:
+        value, vec, text = base[key]
+        if smoothing and episodes is not None:
+            near = [base[n][0] for n in episodes.neighbours(key) if n is not None and n in base]
+            ep = episodes.episode(key)
+            best = best_in_episode.get(ep, 0.0) if ep is not None else 0.0
+            value += a * max(near, default=0.0) + b * best
+        score = value / scale
+        if now is not None:
+            stamp = timestamp_of(key)
+            if stamp is not None:
+                score *= _decay(now - stamp, params)
+        if score >= params.min_score and not math.isnan(score):
+            results.append(ScoredKey(key, score, vec, text))
+    results.sort(key=lambda r: (-r.score, r.key))
+    return results[:limit]
+
+
+_WORDS = "cache token deploy redis queue webhook port error retry schema login docker".split()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 120),
+    st.sampled_from(
+        [
+            DEFAULT_PARAMS,
+            SEED_PRESET,
+            SearchParams(text_weight=0.0),
+            SearchParams(neighbour_weight=0.0),
+            SearchParams(candidates=5, min_score=0.2, half_life_days=3.0),
+        ]
+    ),
+    st.booleans(),
+)
+def test_hybrid_search_equals_the_per_key_reference(
+    seed: int, n: int, params: SearchParams, filtered: bool
+) -> None:
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
+    sessions = [rng.choice("ab") for _ in range(n)]
+    stamps = sorted(rng.uniform(0, 10 * 86_400) for _ in range(n))
+    bm25, vectors, episodes = _corpus(texts, sessions, stamps)
+    for key in rng.sample(range(n), n // 5):  # removals: holes in keys, slots and rows
+        bm25.remove(key)
+        vectors.remove(key)
+        episodes.remove(key)
+    allowed = frozenset(k for k in range(n) if sessions[k] == "a") if filtered else None
+    kw: dict[str, Any] = {
+        "bm25": bm25,
+        "vectors": vectors,
+        "episodes": episodes,
+        "timestamp_of": lambda k: stamps[k] if k % 7 else None,
+        "now": 10 * 86_400.0 if params.decay < 1 or params.half_life_days else None,
+        "allowed": allowed,
+        "params": params,
+        "limit": 8,
+    }
+    for query in ("redis queue", "docker port error", "nothing matches here", "cache"):
+        got = hybrid_search(query, embedder=EMB, **kw)
+        want = _reference_hybrid_search(query, **kw)
+        assert [h.key for h in got] == [h.key for h in want]
+        for g, w in zip(got, want, strict=True):
+            # The query is normalised once in the vector index: float32 rounding apart.
+            assert abs(g.score - w.score) < 1e-6 and abs(g.vector - w.vector) < 1e-6
+            assert g.text == w.text
+
+
+def test_episode_bulk_accessors_match_the_single_ones() -> None:
+    episodes = EpisodeIndex(episode_gap_seconds=60)
+    for key, (session, stamp) in enumerate(
+        [("a", 0), ("a", 10), ("b", 11), ("a", 500), ("a", 505)]
+    ):
+        episodes.add(key, session, float(stamp))
+    episodes.remove(1)
+    keys = [0, 1, 2, 3, 4, 99]
+    before, after = episodes.neighbours_of(keys)
+    assert list(zip(before, after, strict=True)) == [episodes.neighbours(k) for k in keys]
+    assert episodes.episodes_of(keys) == [
+        -1 if episodes.episode(k) is None else episodes.episode(k) for k in keys
+    ]

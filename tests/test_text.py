@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import os
+import random
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx._text import is_cjk, tokenize, tokenize_unique
+from memctx import _text as text_module
+from memctx._text import (
+    _chunk_tokens,
+    _run_tokens,
+    _tokenize_general,
+    _word_tokens,
+    is_cjk,
+    tokenize,
+    tokenize_unique,
+)
+
+EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
 
 
 def test_identifiers_yield_their_parts() -> None:
@@ -40,3 +56,82 @@ def test_tokens_are_lowercase_non_empty_and_deterministic(text: str) -> None:
     tokens = tokenize(text)
     assert tokens == tokenize(text)
     assert all(t and t == t.lower() for t in tokens)
+
+
+# -- the fast path (chunk cache) gives exactly the tokens of the general path ------------------
+
+_PIECES = [
+    "parseConfigFile",
+    "max_history_share",
+    "HTTPServer",
+    "src/payment/webhook.ts",
+    "a..b",
+    "-flag",
+    "file.py.",
+    "v1.2.3-rc1",
+    "request_id=a5dbc86b",
+    "localhost:8080",
+    "`self.min_order`",
+    "使用数据库",
+    "我们用PostgreSQL",
+    "データベース",
+    "café",
+    "naïve—résumé’s",
+    "ﬁle",
+    "２０２４",
+    "\u00a0",
+    "\u2003",
+    "\x1c",
+    "\t\n",
+    "the",
+    "IS",
+    "x",
+    "__init__",
+    "a/b/c",
+    "..",
+    "2025-05-24 04:16:07,027",
+]
+_MIXED_TEXT = st.lists(
+    st.one_of(st.sampled_from(_PIECES), st.text(max_size=12), st.sampled_from([" ", "\n", ""])),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(_MIXED_TEXT)
+def test_fast_path_equals_the_general_path(text: str) -> None:
+    assert tokenize(text) == _tokenize_general(text, _word_tokens)
+    assert tokenize(text) == _tokenize_general(text, _run_tokens)  # cached or not: the same
+
+
+def test_fast_path_survives_the_cache_filling_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text_module, "_CHUNK_CACHE_MAX", 8)
+    _chunk_tokens.clear()
+    rng = random.Random(5)
+    for _ in range(300):
+        text = " ".join(rng.choice(_PIECES) + str(rng.randrange(50)) for _ in range(12))
+        assert tokenize(text) == _tokenize_general(text, _word_tokens)
+        assert len(_chunk_tokens) <= 8
+    _chunk_tokens.clear()
+
+
+def test_non_cjk_unicode_takes_the_fast_path_and_cjk_the_general_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    real = text_module._tokenize_general
+
+    def spy(text: str, word_tokens: Callable[[str], tuple[str, ...]]) -> list[str]:
+        calls.append(text)
+        return real(text, word_tokens)
+
+    latin, cjk = "café naïve résumé déjà-vu", "使用 数据库 now"
+    expected = _tokenize_general(latin, _word_tokens)
+    monkeypatch.setattr(text_module, "_tokenize_general", spy)
+    _chunk_tokens.clear()
+    assert tokenize(latin) == expected
+    assert calls and all(len(c) < 10 for c in calls)  # chunk misses only, not the text
+    calls.clear()
+    assert tokenize(cjk) == ["使用", "数据", "据库", "now"]
+    assert calls == [cjk]
+    _chunk_tokens.clear()

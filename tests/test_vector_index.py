@@ -164,3 +164,30 @@ def test_large_index_memory_and_query_dtype() -> None:
     assert sims.dtype == np.float32 and len(keys) == n
     top = index.top_k(rng.standard_normal(384), 10, allowed=set(range(0, n, 3)))
     assert len(top) == 10 and all(k % 3 == 0 for k, _ in top)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.sampled_from([None, 0.05, 0.5, 1.0]))
+def test_query_reads_top_k_and_any_keys_from_one_product(
+    seed: int, n: int, share: float | None
+) -> None:
+    rng = np.random.default_rng(seed)
+    index = VectorIndex(DIM)
+    keys = [int(k) for k in rng.choice(10_000, size=n, replace=False)]
+    index.add_many(keys, _unit(rng, n))
+    for key in keys[: n // 4]:
+        index.remove(key)
+    live = index.keys().tolist()
+    q = rng.standard_normal(DIM).astype(np.float32) * 3  # not unit: normalised inside
+    allowed = None if share is None else set(rng.choice(keys, size=max(1, int(n * share))).tolist())
+    scored = index.query(q, allowed)
+    assert scored.top(7) == index.top_k(q, 7, allowed=allowed)
+    all_keys, sims = index.similarities(q)
+    expected = dict(zip(all_keys.tolist(), sims.tolist(), strict=True))
+    some = [live[i] for i in rng.permutation(len(live))[:30]]  # allowed or not
+    np.testing.assert_allclose(scored.of(some), [expected[k] for k in some], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        index.similarities_of(q, some), [expected[k] for k in some], rtol=0, atol=1e-6
+    )
+    with pytest.raises(KeyError):
+        scored.of([10_001])

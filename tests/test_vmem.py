@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 import uuid
@@ -11,7 +12,14 @@ import numpy as np
 import pytest
 
 from memctx._errors import StoreError, VmemError
-from memctx._vmem import append_vmem, read_vmem, vmem_entry_size, vmem_status, write_vmem
+from memctx._vmem import (
+    append_vmem,
+    iter_vmem,
+    read_vmem,
+    vmem_entry_size,
+    vmem_status,
+    write_vmem,
+)
 
 DIM = 8
 
@@ -162,3 +170,56 @@ def test_reading_20000_by_384_is_fast(tmp_path: Path) -> None:
     assert got_ids[-1] == ids[-1] and got.shape == (20_000, 384)
     np.testing.assert_array_equal(got[12_345], vecs[12_345])
     assert best < 0.5, f"read_vmem took {best:.3f}s"
+
+
+def test_iter_vmem_streams_the_same_entries_in_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(10)
+    write_vmem(path, ids, vecs)
+    for chunk in (1, 3, 10, 64):
+        parts = list(iter_vmem(path, DIM, chunk=chunk))
+        assert [len(i) for i, _ in parts] == [min(chunk, 10 - s) for s in range(0, 10, chunk)]
+        assert [u for i, _ in parts for u in i] == ids
+        np.testing.assert_array_equal(np.concatenate([m for _, m in parts]), vecs)
+        assert all(m.flags.c_contiguous and m.dtype == np.float32 for _, m in parts)
+    write_vmem(path, [], np.zeros((0, DIM), np.float32))
+    assert list(iter_vmem(path, DIM)) == []
+    with pytest.raises(ValueError):
+        list(iter_vmem(path, DIM, chunk=0))
+
+
+def test_iter_vmem_checks_the_whole_file_before_the_first_chunk(tmp_path: Path) -> None:
+    path = _corrupt(tmp_path, _valid_bytes(3) + b"\x00")
+    with pytest.raises(VmemError, match="extra bytes"):
+        next(iter_vmem(path, DIM, chunk=1))
+    with pytest.raises(VmemError, match="cannot read"):
+        next(iter_vmem(tmp_path / "missing.bin", DIM))
+
+
+def test_raw_id_bytes_write_the_same_file_as_uuids(tmp_path: Path) -> None:
+    ids, vecs = _data(5)
+    raw = b"".join(i.bytes for i in ids)
+    write_vmem(tmp_path / "a.bin", ids, vecs)
+    write_vmem(tmp_path / "b.bin", raw, vecs)
+    append_vmem(tmp_path / "a.bin", ids[:2], vecs[:2])
+    append_vmem(tmp_path / "b.bin", raw[:32], vecs[:2])
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    with pytest.raises(ValueError, match="16 bytes each"):
+        write_vmem(tmp_path / "c.bin", raw[:-1], vecs)
+    with pytest.raises(ValueError, match="4 ids for 5 vectors"):
+        write_vmem(tmp_path / "c.bin", raw[:-16], vecs)
+
+
+def test_append_fsyncs_only_when_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids, vecs = _data(6)
+    synced: list[int] = []
+    for durable, name in ((True, "d.bin"), (False, "n.bin")):
+        write_vmem(tmp_path / name, ids[:2], vecs[:2])
+        synced.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "fsync", synced.append)
+            append_vmem(tmp_path / name, ids[2:4], vecs[2:4], durable)
+            append_vmem(tmp_path / name, ids[4:], vecs[4:], durable=durable)
+        assert len(synced) == (4 if durable else 0)  # entries, then the count, per append
+    assert (tmp_path / "d.bin").read_bytes() == (tmp_path / "n.bin").read_bytes()
+    assert read_vmem(tmp_path / "n.bin", DIM)[0] == ids

@@ -1,0 +1,160 @@
+"""Building blocks of :class:`memctx._bm25.BM25Index`: its vocabulary, the per-query result
+(:class:`QueryScores`) and documents given as term counts (:class:`TermCounts`).
+
+Kept apart from the index so that ``_bm25.py`` stays about the formula and the index itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from itertools import repeat
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["QueryScores", "TermCounts", "Vocabulary", "grown", "ranked_prefix"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class Vocabulary(dict[str, int]):
+    """term -> term id; looking up a new term gives it an id (a freed one first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.terms: list[str | None] = []  # id -> term (None: free)
+        self.free: list[int] = []
+
+    def __missing__(self, term: str) -> int:
+        # Runs only for new terms; known ones are a C-level look-up, which is what lets
+        # ``map(vocab.__getitem__, tokens)`` turn a whole batch into ids quickly.
+        if self.free:
+            tid = self.free.pop()
+            self.terms[tid] = term
+        else:
+            tid = len(self.terms)
+            self.terms.append(term)
+        self[term] = tid
+        return tid
+
+    def release(self, tid: int) -> None:
+        """Forget the term of ``tid`` (no live document has it) and reuse the id later."""
+        term = self.terms[tid]
+        if term is not None:
+            del self[term]
+        self.terms[tid] = None
+        self.free.append(tid)
+
+
+def grown(array: np.ndarray, size: int) -> np.ndarray:
+    """``array`` with room for at least ``size`` entries (doubling; new entries zero)."""
+    if size <= len(array):
+        return array
+    out = np.zeros(max(size, 2 * len(array)), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+def ranges(starts: IntArray, sizes: IntArray) -> IntArray:
+    """The indices ``starts[i] .. starts[i] + sizes[i] - 1`` of every ``i``, concatenated."""
+    total = int(sizes.sum())
+    # Position j of range i is starts[i] + (j - where range i begins in the output).
+    offsets = np.repeat(starts - np.cumsum(sizes) + sizes, sizes)
+    out: IntArray = offsets + np.arange(total, dtype=np.int64)
+    return out
+
+
+class TermCounts(NamedTuple):
+    """Documents as term counts (what :meth:`BM25Index.add_counts` takes).
+
+    Document ``i`` has ``lengths[i]`` tokens and ``sizes[i]`` distinct terms; its
+    ``(term, tf)`` pairs follow those of documents ``0 .. i-1`` in ``term`` and ``tf``, where
+    ``term`` holds indices into ``terms``. The arrays hold non-negative integers of any
+    integer dtype (a loaded cache keeps its uint32 columns as they are, without a copy).
+    """
+
+    terms: list[str]
+    lengths: np.ndarray
+    sizes: np.ndarray
+    term: np.ndarray
+    tf: np.ndarray
+
+    def take(self, rows: Sequence[int] | IntArray) -> TermCounts:
+        """The documents ``rows``, in that order (same ``terms``)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        sizes = self.sizes[rows].astype(np.int64)
+        starts = np.concatenate(([0], np.cumsum(self.sizes, dtype=np.int64)))[rows]
+        pairs = ranges(starts, sizes)
+        return TermCounts(self.terms, self.lengths[rows], sizes, self.term[pairs], self.tf[pairs])
+
+
+class QueryScores:
+    """BM25 scores of one query over an index, as the index stood when it was scored.
+
+    Made by :meth:`BM25Index.query` for hybrid search, which needs the best score, the top
+    matches and the scores of arbitrary candidates without building a dict over every match
+    (a common word matches most of a 20,000-document store). Read it before the index changes.
+
+    Attributes:
+        best: The best raw score over all live documents (0.0 when nothing matches).
+    """
+
+    __slots__ = ("_acc", "_hits", "_slot_key", "_slot_of", "best")
+
+    def __init__(
+        self, acc: FloatArray, hits: IntArray, slot_of: dict[int, int], slot_key: IntArray
+    ) -> None:
+        self._acc, self._hits, self._slot_of, self._slot_key = acc, hits, slot_of, slot_key
+        self.best = float(acc[hits].max()) if len(hits) else 0.0
+
+    def __len__(self) -> int:
+        """Number of matching documents."""
+        return len(self._hits)
+
+    def normalized(self, keys: Sequence[int]) -> FloatArray:
+        """Score / best of each key, as :meth:`BM25Index.normalized_scores` gives it.
+
+        Keys that match no query term, or are not in the index, get 0.0.
+        """
+        out = np.zeros(len(keys), dtype=np.float64)
+        if self.best > 0 and len(keys):
+            slots = np.fromiter(map(self._slot_of.get, keys, repeat(-1)), np.int64, len(keys))
+            known = slots >= 0
+            out[known] = self._acc[slots[known]] / self.best
+        return out
+
+    def top(self, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best matches among ``allowed`` keys as ``(key, score / best)``.
+
+        Best first; equal scores keep index order (the order of
+        :meth:`BM25Index.normalized_scores`), so the cut at ``k`` is deterministic.
+        """
+        if k <= 0 or not len(self._hits):
+            return []
+        if allowed is None:
+            slots = self._hits
+        else:
+            wanted = np.fromiter(map(self._slot_of.get, allowed, repeat(-1)), np.int64)
+            wanted = np.sort(wanted[wanted >= 0])
+            slots = wanted[self._acc[wanted] > 0]  # live slots: every allowed key is live
+        vals = self._acc[slots]
+        if k < len(slots):
+            threshold = np.partition(vals, len(vals) - k)[len(vals) - k]
+            keep = np.flatnonzero(vals >= threshold)  # every tie with the k-th, for the order
+            slots, vals = slots[keep], vals[keep]
+        order = np.lexsort((slots, -vals))[:k]
+        keys = self._slot_key[slots[order]].tolist()
+        return list(zip(keys, (vals[order] / self.best).tolist(), strict=True))
+
+
+def ranked_prefix(keys: IntArray, vals: FloatArray, m: int) -> list[tuple[int, float]]:
+    """The first ``m`` (key, score) pairs in (score desc, key asc) order."""
+    if m < len(vals):
+        # Keep every score tied with the m-th so the key tie-break sees all of them.
+        threshold = np.partition(vals, len(vals) - m)[len(vals) - m]
+        sel = np.flatnonzero(vals >= threshold)
+        keys, vals = keys[sel], vals[sel]
+    order = np.lexsort((keys, -vals))[:m]
+    return list(zip(keys[order].tolist(), vals[order].tolist(), strict=True))
