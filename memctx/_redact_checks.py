@@ -111,9 +111,17 @@ def _url_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
 
 
 def _mixed_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
-    """Provider keys are random base62: ``sk-toggleable__label`` is a CSS class, not a key."""
-    body = set(text[span[0] + 3 : span[1]])
-    return span if body & _UPPER and body & _LOWER and body & _DIGITS else None
+    """Provider keys are random base62: ``sk-toggleable__label`` is a CSS class, not a key.
+
+    Upper, lower and digits together mark a key; a long run (32+) of mixed case counts too,
+    because about 1 random 40-character key in 1,000 happens to hold no digit.
+    """
+    raw = text[span[0] + 3 : span[1]]
+    body = set(raw)
+    mixed_case = bool(body & _UPPER and body & _LOWER)
+    if mixed_case and (body & _DIGITS or (len(raw) >= 32 and "__" not in raw)):
+        return span
+    return None
 
 
 # --- the high-entropy rule ---------------------------------------------------------------------

@@ -569,3 +569,10 @@ def test_swe_agent_and_openhands_trajectories_have_no_hits() -> None:
         root / "swe-agent-nebius" / "sample_raw.json",
     ]
     assert _hits([p for p in paths if p.exists()]) == []
+
+
+def test_a_long_key_without_digits_is_still_masked() -> None:
+    # About 1 random 40-character key in 1,000 holds no digit; it is still a key.
+    key = "sk-" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMn"
+    assert key not in redact(f"OPENAI={key}")
+    assert redact("class sk-toggleable__label") == "class sk-toggleable__label"
