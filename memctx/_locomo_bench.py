@@ -21,9 +21,10 @@ from pathlib import Path
 
 from memctx._embeddings import Embedder, make_embedder
 from memctx._locomo import CATEGORY_NAMES, Conversation, load_locomo
+from memctx._memory_search import search_store
 from memctx._raw_store import RawStore
 from memctx._retrieval_eval import KS, RecallReport, Retriever, evaluate_retriever
-from memctx._search import SEED_PRESET, SearchParams, hybrid_search
+from memctx._search import SEED_PRESET, SearchParams
 from memctx._tokens import estimate_tokens
 
 __all__ = ["METHODS", "Method", "run_locomo"]
@@ -83,16 +84,13 @@ def _archive(conv: Conversation, embedder: Embedder, root: Path) -> tuple[RawSto
 
 def _retriever(store: RawStore, turn_of_key: list[int], method: Method, now: float) -> Retriever:
     def rank(question: str) -> list[int]:
-        hits = hybrid_search(
+        hits = search_store(
+            store,
             question,
-            bm25=store.bm25,
-            vectors=store.vectors,
-            embedder=store.embedder,
-            episodes=store.episodes,
-            timestamp_of=lambda key: store.segment(key).timestamp,
-            now=now if method.decay else None,
-            params=method.params,
             limit=RANK_DEPTH,
+            cross_session=True,  # one conversation per store
+            params=method.params,
+            now=now if method.decay else None,
         )
         return [turn_of_key[h.key] for h in hits]
 
