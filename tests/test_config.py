@@ -33,13 +33,14 @@ def config_error(data: dict[str, Any]) -> str:
 
 
 def test_top_level_defaults_match_seed_000_and_design() -> None:
+    """Seed defaults, except the two that measurement changed (kept in ``seed_preset``)."""
     c = MemoryContextConfig()
     assert c.enabled is False
     assert c.hard_cap_tokens == 4000
     assert c.embedding_model == "hash"
     assert c.redaction is True
     assert c.knowledge_extraction is True
-    assert c.auto_recall_min_score == 0.7
+    assert c.auto_recall_min_score == 0.0
     assert c.max_segments == 20000
     assert c.cross_session is False
     assert c.eviction_days == 90
@@ -48,10 +49,16 @@ def test_top_level_defaults_match_seed_000_and_design() -> None:
     assert c.knowledge_share == 0.3
     assert c.protected_recent_messages == 6
     assert c.knowledge_search_limit == 10
-    assert c.time_decay == 0.995
+    assert c.time_decay == 1.0
     assert (c.vector_weight, c.text_weight) == (0.7, 0.3)
     assert c.extraction_model == "memctx/offline"
     assert c.token_counter == "estimate"
+
+
+def test_seed_preset_restores_the_seed_values_and_takes_overrides() -> None:
+    seed = MemoryContextConfig.seed_preset()
+    assert (seed.auto_recall_min_score, seed.time_decay) == (0.7, 0.995)
+    assert MemoryContextConfig.seed_preset(hard_cap_tokens=2000).hard_cap_tokens == 2000
 
 
 def test_compaction_defaults_match_seeds_001_and_002() -> None:

@@ -1,0 +1,116 @@
+"""What the context hook recalls: the query it asks, and the candidates it gets back.
+
+The query is the last 2–3 user messages, newest last (seed 000): one short reply ("ok",
+"y", "继续") alone is no query, but together with the request before it it is. Messages that
+are not the user speaking are skipped: tool results riding in user messages, memctx's own
+recalled block, and harness-injected text (``System:`` prefixes, ``<system-reminder>``,
+``<command-…>`` / ``<local-command-…>`` echoes of slash commands, the "Caveat:" notices some
+agents prepend). Embedded ``<system-reminder>`` spans inside a real user message are cut out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from typing import Final
+
+from memctx._anatomy import BlockKind, InfoCache, MessageInfo, RoleKind, is_recalled_block
+from memctx._knowledge import KnowledgeStore
+from memctx._memory_search import search_store
+from memctx._raw_store import RawStore
+from memctx._recall_block import RecallItem, detail_label
+from memctx._search import SearchParams
+
+__all__ = ["build_query", "detail_items", "knowledge_items"]
+
+_HARNESS_PREFIXES: Final = (
+    "system:",
+    "[system",
+    "<system",
+    "<command-",
+    "<local-command",
+    "caveat:",
+)
+_REMINDER_RE: Final = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+MAX_QUERY_CHARS: Final = 2_000  # a pasted log must not turn into a 20,000-term BM25 query
+
+
+def build_query(
+    messages: Sequence[object],
+    infos: InfoCache,
+    *,
+    max_messages: int = 3,
+    max_chars: int = MAX_QUERY_CHARS,
+) -> str:
+    """The search query: the last ``max_messages`` real user messages, oldest first.
+
+    Args:
+        messages: The conversation (recalled blocks may still be in it: they are skipped).
+        infos: Anatomy cache shared with the rest of the hook.
+        max_messages: How many user messages to join (the seed says 2–3).
+        max_chars: Keep at most this many characters, from the end (newest text matters).
+    """
+    picked: list[str] = []
+    for message in reversed(messages):
+        if len(picked) >= max_messages:
+            break
+        info = infos.info(message)
+        if info.kind is not RoleKind.USER or info.is_tool_result_only:
+            continue
+        if is_recalled_block(message):
+            continue
+        text = _REMINDER_RE.sub(" ", _own_text(info)).strip()
+        if not text or text.lower().startswith(_HARNESS_PREFIXES):
+            continue
+        picked.append(text)
+    query = "\n".join(reversed(picked))
+    return query[-max_chars:] if len(query) > max_chars else query
+
+
+def _own_text(info: MessageInfo) -> str:
+    """The user's words: text blocks only (tool results in the same message are not)."""
+    return "\n".join(b.text for b in info.blocks if b.kind is BlockKind.TEXT and b.text)
+
+
+def knowledge_items(store: KnowledgeStore, query: str, limit: int) -> list[RecallItem]:
+    """Live facts matching ``query`` (the store's adaptive keyword threshold), best first."""
+    return [
+        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id)
+        for fact, score in store.search(query, limit=limit)
+    ]
+
+
+def detail_items(
+    store: RawStore,
+    query: str,
+    *,
+    session_id: str,
+    cross_session: bool,
+    params: SearchParams,
+    limit: int,
+    exclude_ids: Collection[str] = (),
+) -> list[RecallItem]:
+    """Archived segments for ``query``; segments the context still holds are left out.
+
+    ``exclude_ids`` names segments whose message is in the context being sent: recalling
+    them would spend the cap on text the model already sees.
+    """
+    hits = search_store(
+        store,
+        query,
+        limit=limit + len(exclude_ids),
+        session_id=session_id,
+        cross_session=cross_session,
+        params=params,
+    )
+    out: list[RecallItem] = []
+    with store.lock:
+        for hit in hits:
+            segment = store.get(hit.key)
+            if segment.id in exclude_ids:
+                continue
+            label = detail_label(segment.timestamp, segment.role)
+            out.append(RecallItem("detail", segment.content, hit.score, label, segment.id))
+            if len(out) >= limit:
+                break
+    return out

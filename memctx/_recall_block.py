@@ -1,0 +1,193 @@
+"""The ``<recalled-context>`` message: knowledge facts and raw details under a hard token cap.
+
+Format (seed 000, "Recall Injection Format")::
+
+    <recalled-context source="memory-context">
+
+    <knowledge>
+    - [decision] Use Stripe for payment processing
+    </knowledge>
+
+    <detail>
+    [2026-02-10 14:31 assistant] Added signature verification in src/payment/webhook.ts ...
+    </detail>
+
+    </recalled-context>
+
+Budget: ``cap = min(hardCapTokens, floor(window * 0.10))`` (:meth:`MemoryContextConfig.
+recall_cap_tokens`). Knowledge gets ``knowledge_share`` (30%) of it, details the rest plus
+whatever knowledge left unused: a demanding user wants the cap spent on evidence, not left
+empty. Items enter best score first. A detail longer than half the detail budget is cut to
+that length (head kept, marked), so one huge tool output cannot crowd out every other hit.
+The rendered block is then counted whole; while it is over the cap the lowest-scoring detail
+is dropped, then the block falls back to knowledge only, then to nothing (the seed's ladder).
+The cap therefore holds for the text as sent, framing included.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memctx._anatomy import RECALLED_CONTEXT_TAG
+from memctx._tokens import estimate_tokens
+
+__all__ = [
+    "RecallBlock",
+    "RecallItem",
+    "build_recall_block",
+    "recall_message",
+]
+
+_OPEN = f'{RECALLED_CONTEXT_TAG} source="memory-context">'
+_CLOSE = "</recalled-context>"
+_CUT_MARK = " …[cut]"
+_MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    """One candidate for the block.
+
+    Attributes:
+        kind: ``"knowledge"`` (a fact) or ``"detail"`` (an archived message).
+        text: The fact's content or the segment's text.
+        score: Relevance; higher enters first and is dropped last.
+        label: ``decision`` for a fact; ``2026-02-10 14:31 assistant`` for a detail.
+        ref: Where it came from (fact id, segment id), for stats and tests.
+    """
+
+    kind: Literal["knowledge", "detail"]
+    text: str
+    score: float
+    label: str
+    ref: str = ""
+
+    def render(self) -> str:
+        if self.kind == "knowledge":
+            return f"- [{self.label}] {_one_line(self.text)}"
+        return f"[{self.label}] {self.text.strip()}"
+
+
+@dataclass(frozen=True)
+class RecallBlock:
+    """The built block: its text, what is in it and what it costs."""
+
+    text: str
+    knowledge: tuple[RecallItem, ...]
+    details: tuple[RecallItem, ...]
+    tokens: int
+    cap: int
+    dropped: int
+
+
+def detail_label(timestamp: float | None, role: str) -> str:
+    """``YYYY-MM-DD HH:MM role`` in UTC (the seed's detail prefix); role alone without time."""
+    if timestamp is None:
+        return role
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(timestamp))
+    return f"{stamp} {role}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> RecallItem:
+    """``item`` with its text shortened to about ``max_tokens`` (head kept)."""
+    if count(item.text) <= max_tokens:
+        return item
+    lo, hi = 0, len(item.text)
+    while lo < hi:  # longest head that fits, by bisection on characters
+        mid = (lo + hi + 1) // 2
+        if count(item.text[:mid] + _CUT_MARK) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    head = item.text[:lo].rstrip()
+    return RecallItem(item.kind, head + _CUT_MARK, item.score, item.label, item.ref)
+
+
+def _take(
+    items: Sequence[RecallItem], budget: int, count: Callable[[str], int]
+) -> tuple[list[RecallItem], int]:
+    """Best-first greedy fill of ``budget``; returns the chosen items and the tokens used."""
+    chosen: list[RecallItem] = []
+    used = 0
+    for item in sorted(items, key=lambda i: (-i.score, i.ref, i.text)):
+        cost = count(item.render()) + 1  # + the newline joining it
+        if used + cost <= budget:
+            chosen.append(item)
+            used += cost
+    return chosen, used
+
+
+def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> str:
+    parts = [_OPEN, ""]
+    if knowledge:
+        parts += ["<knowledge>", *(k.render() for k in knowledge), "</knowledge>", ""]
+    if details:
+        parts += ["<detail>", "\n\n".join(d.render() for d in details), "</detail>", ""]
+    parts.append(_CLOSE)
+    return "\n".join(parts)
+
+
+def build_recall_block(
+    knowledge: Sequence[RecallItem],
+    details: Sequence[RecallItem],
+    cap_tokens: int,
+    *,
+    knowledge_share: float = 0.3,
+    count: Callable[[str], int] = estimate_tokens,
+) -> RecallBlock | None:
+    """Choose and render what fits; ``None`` when nothing does (or nothing was found).
+
+    Args:
+        knowledge: Candidate facts (``kind="knowledge"``).
+        details: Candidate archived messages (``kind="detail"``).
+        cap_tokens: The hard cap for the whole block, framing included.
+        knowledge_share: Share of the cap reserved for knowledge first.
+        count: Token counter for text (the runtime's estimate or exact counter).
+    """
+    if cap_tokens <= 0 or not (knowledge or details):
+        return None
+    frame = count(_render([], [])) + 8  # tags + section headers, rounded up
+    room = max(cap_tokens - frame, 0)
+    k_budget = int(room * knowledge_share)
+    kept_k, used_k = _take(knowledge, k_budget, count)
+    d_budget = room - used_k
+    cut_to = max(int(d_budget * _MAX_DETAIL_SHARE), 1)
+    trimmed = [_cut(d, cut_to, count) for d in details]
+    kept_d, _ = _take(trimmed, d_budget, count)
+    # Details in conversation order read better than by score: keep score order only for
+    # dropping. Labels start with the timestamp, so sorting by label is chronological.
+    by_score = sorted(kept_d, key=lambda i: (-i.score, i.ref, i.text))
+    dropped = len(knowledge) - len(kept_k) + len(details) - len(kept_d)
+    while True:
+        shown = sorted(by_score, key=lambda i: (i.label, i.ref))
+        text = _render(kept_k, shown)
+        tokens = count(text)
+        if tokens <= cap_tokens and (kept_k or shown):
+            return RecallBlock(text, tuple(kept_k), tuple(shown), tokens, cap_tokens, dropped)
+        if by_score:
+            by_score.pop()  # the lowest-scoring detail goes first
+            dropped += 1
+        elif kept_k and tokens > cap_tokens:
+            kept_k.pop()
+            dropped += 1
+        else:
+            return None
+
+
+def recall_message(block: RecallBlock, like: Sequence[Any] = ()) -> dict[str, Any]:
+    """The block as a ``role: "user"`` message shaped like the caller's messages.
+
+    Gemini-shaped conversations (``parts`` instead of ``content``) get a ``parts`` message;
+    everything else a plain string ``content``, which every other supported format accepts.
+    """
+    gemini = any(isinstance(m, dict) and "parts" in m and "content" not in m for m in like)
+    if gemini:
+        return {"role": "user", "parts": [{"text": block.text}]}
+    return {"role": "user", "content": block.text}

@@ -1,0 +1,56 @@
+"""The recall query: which user messages count."""
+
+from __future__ import annotations
+
+from memctx._anatomy import InfoCache
+from memctx._recall import MAX_QUERY_CHARS, build_query
+
+
+def user(text: str) -> dict[str, object]:
+    return {"role": "user", "content": text}
+
+
+def test_last_three_user_messages_oldest_first() -> None:
+    msgs = [
+        user("first request"),
+        {"role": "assistant", "content": "ok"},
+        user("second request about the parser"),
+        {"role": "assistant", "content": "done"},
+        user("third"),
+        user("y"),
+    ]
+    assert build_query(msgs, InfoCache()) == "second request about the parser\nthird\ny"
+
+
+def test_tool_results_recalled_blocks_and_harness_text_are_skipped() -> None:
+    msgs = [
+        user("fix the flaky login test in tests/test_auth.py"),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "FAILED x"}],
+        },
+        user('<recalled-context source="memory-context">old</recalled-context>'),
+        user("<command-name>/clear</command-name>"),
+        user("System: [2026-01-01] Feishu message from bot"),
+        user("<system-reminder>todo list is empty</system-reminder>"),
+        user("ok <system-reminder>ignore me</system-reminder> continue"),
+    ]
+    assert build_query(msgs, InfoCache()) == (
+        "fix the flaky login test in tests/test_auth.py\nok   continue"
+    )
+
+
+def test_query_is_bounded_keeping_the_newest_text() -> None:
+    msgs = [user("old " * 2000), user("the newest question")]
+    query = build_query(msgs, InfoCache())
+    assert len(query) == MAX_QUERY_CHARS
+    assert query.endswith("the newest question")
+
+
+def test_no_user_text_gives_an_empty_query() -> None:
+    assert build_query([{"role": "system", "content": "be nice"}], InfoCache()) == ""
+    assert build_query([], InfoCache()) == ""

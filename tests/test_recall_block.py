@@ -1,0 +1,149 @@
+"""The ``<recalled-context>`` block: format, budget split, the drop ladder, the hard cap."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctx._anatomy import is_recalled_block
+from memctx._recall_block import (
+    RecallItem,
+    build_recall_block,
+    detail_label,
+    recall_message,
+)
+from memctx._tokens import estimate_tokens
+
+
+def fact(text: str, score: float, kind: str = "decision") -> RecallItem:
+    return RecallItem("knowledge", text, score, kind, f"f-{text[:8]}")
+
+
+def detail(text: str, score: float, label: str = "2026-02-10 14:31 assistant") -> RecallItem:
+    return RecallItem("detail", text, score, label, f"s-{text[:8]}")
+
+
+def test_format_matches_the_seed() -> None:
+    block = build_recall_block(
+        [fact("Use Stripe for payments", 0.9)],
+        [detail("Added signature verification in src/payment/webhook.ts", 0.8)],
+        4000,
+    )
+    assert block is not None
+    assert block.text.startswith('<recalled-context source="memory-context">')
+    assert block.text.endswith("</recalled-context>")
+    assert "<knowledge>\n- [decision] Use Stripe for payments\n</knowledge>" in block.text
+    assert (
+        "<detail>\n[2026-02-10 14:31 assistant] Added signature verification in "
+        "src/payment/webhook.ts\n</detail>"
+    ) in block.text
+    assert block.tokens == estimate_tokens(block.text)
+    assert is_recalled_block(recall_message(block))
+
+
+def test_nothing_found_gives_no_block() -> None:
+    assert build_recall_block([], [], 4000) is None
+    assert build_recall_block([fact("x y z", 1.0)], [], 0) is None
+
+
+def test_lowest_scoring_details_are_dropped_first() -> None:
+    details = [detail(f"detail number {i} " + "word " * 60, score=i / 10) for i in range(10)]
+    block = build_recall_block([], details, 400)
+    assert block is not None
+    kept_scores = sorted(d.score for d in block.details)
+    assert kept_scores, "something must fit in 400 tokens"
+    dropped = [d.score for d in details if d.score not in kept_scores]
+    assert max(dropped) <= min(kept_scores)
+    assert block.tokens <= 400
+    assert block.dropped == len(dropped)
+
+
+def test_knowledge_share_is_reserved_and_unused_share_goes_to_details() -> None:
+    facts = [fact(f"fact {i} " + "term " * 30, 1.0 - i / 100) for i in range(20)]
+    details = [detail(f"detail {i} " + "body " * 40, 0.5) for i in range(20)]
+    block = build_recall_block(facts, details, 1000, knowledge_share=0.3)
+    assert block is not None
+    knowledge_tokens = sum(estimate_tokens(k.render()) for k in block.knowledge)
+    assert 0 < knowledge_tokens <= 300
+    assert block.details
+    # Without facts the details may use the whole cap.
+    only = build_recall_block([], details, 1000)
+    assert only is not None and len(only.details) > len(block.details)
+
+
+def test_a_huge_detail_is_cut_not_allowed_to_fill_everything() -> None:
+    huge = detail("HEAD " + "x" * 50_000, 0.99)
+    small = detail("the small relevant line", 0.5)
+    block = build_recall_block([], [huge, small], 2000)
+    assert block is not None
+    refs = {d.ref for d in block.details}
+    assert refs == {huge.ref, small.ref}
+    cut = next(d for d in block.details if d.ref == huge.ref)
+    assert cut.text.startswith("HEAD ") and cut.text.endswith("…[cut]")
+    assert block.tokens <= 2000
+
+
+def test_details_are_shown_in_time_order() -> None:
+    late = detail("late event", 0.9, "2026-03-01 10:00 user")
+    early = detail("early event", 0.1, "2026-01-01 10:00 user")
+    block = build_recall_block([], [late, early], 4000)
+    assert block is not None
+    assert block.text.index("early event") < block.text.index("late event")
+
+
+def test_knowledge_only_fallback_when_no_detail_fits() -> None:
+    block = build_recall_block([fact("short fact", 1.0)], [detail("z" * 400, 0.9)], 60)
+    assert block is not None
+    assert block.knowledge and not block.details
+    assert block.tokens <= 60
+
+
+def test_detail_label_is_utc_minute_and_role() -> None:
+    assert detail_label(0.0, "user") == "1970-01-01 00:00 user"
+    assert detail_label(None, "tool") == "tool"
+
+
+def test_gemini_conversations_get_a_parts_message() -> None:
+    block = build_recall_block([fact("a b c", 1.0)], [], 500)
+    assert block is not None
+    gemini = recall_message(block, [{"role": "user", "parts": [{"text": "hi"}]}])
+    assert gemini == {"role": "user", "parts": [{"text": block.text}]}
+    assert is_recalled_block(gemini)
+    plain = recall_message(block, [{"role": "user", "content": "hi"}])
+    assert plain == {"role": "user", "content": block.text}
+
+
+_texts = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=3000
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    facts=st.lists(st.tuples(_texts, st.floats(0, 1)), max_size=12),
+    details=st.lists(st.tuples(_texts, st.floats(0, 1)), max_size=25),
+    cap=st.integers(1, 5000),
+    share=st.floats(0, 1),
+)
+def test_property_block_never_exceeds_the_cap(
+    facts: list[tuple[str, float]], details: list[tuple[str, float]], cap: int, share: float
+) -> None:
+    block = build_recall_block(
+        [fact(t, s) for t, s in facts],
+        [detail(t, s) for t, s in details],
+        cap,
+        knowledge_share=share,
+    )
+    if block is not None:
+        assert estimate_tokens(block.text) <= cap
+        assert block.knowledge or block.details
+
+
+@pytest.mark.parametrize("cap", [50, 200, 4000])
+def test_build_is_deterministic(cap: int) -> None:
+    facts = [fact(f"f{i} alpha beta", 0.5) for i in range(5)]
+    details = [detail(f"d{i} gamma", 0.5) for i in range(8)]
+    a = build_recall_block(facts, details, cap)
+    b = build_recall_block(list(reversed(facts)), list(reversed(details)), cap)
+    assert a == b
