@@ -1,0 +1,265 @@
+"""The offline model's rule-based extractor: types, exclusions, secrets, determinism.
+
+The sentences are hand-written, in the varied wording people use in coding sessions (English
+and Chinese); none comes from a generator template. Fake secrets are built at run time so the
+file holds no secret-looking literal.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+
+import pytest
+
+from memctx._extraction_prompt import extraction_messages, parse_facts, render_messages
+from memctx._offline_extract import MAX_FACTS, extract_facts, offline_extract_response
+
+
+def _types(text: str) -> list[str]:
+    return [f["type"] for f in extract_facts(text)]
+
+
+TYPED = [
+    # decision
+    ("We'll go with SQLite for the local dev database and Postgres in prod.", "decision"),
+    ("Decided to drop the Celery dependency and run jobs with APScheduler.", "decision"),
+    ("Let's use ruff instead of flake8 and isort.", "decision"),
+    ("Switched the HTTP client over to httpx because it supports HTTP/2.", "decision"),
+    ("After benchmarking we chose orjson for serialisation.", "decision"),
+    ("Use UUIDv7 for all new primary keys.", "decision"),
+    ("We never log full request bodies, only their size.", "decision"),
+    ("我们最终决定用 Redis 做会话存储。", "decision"),
+    ("前端改用 Vite 构建，不再用 webpack。", "decision"),
+    # config
+    ("The admin panel runs on port 9001 behind nginx.", "config"),
+    ("Set WORKER_CONCURRENCY=8 in the staging env file.", "config"),
+    ("The Grafana dashboard lives at https://grafana.internal.example/d/api-latency.", "config"),
+    ("Node is pinned to version 20.11 in .nvmrc.", "config"),
+    ("The cache TTL is 15 minutes for product pages.", "config"),
+    ("The cleanup cron runs every night at 03:30 UTC.", "config"),
+    ("数据库连接池大小配置为 20。", "config"),
+    ("测试环境的端口是 3000。", "config"),
+    # issue
+    ("The nightly build is broken since the lockfile update.", "issue"),
+    ("Login fails for users whose email contains a plus sign.", "issue"),
+    ("psycopg2.OperationalError: could not connect to server: Connection refused", "issue"),
+    ("Uploads over 2 GB crash the worker with an out-of-memory kill.", "issue"),
+    ("导出 CSV 时中文文件名出现乱码错误。", "issue"),
+    ("部署到生产环境失败，镜像拉取超时。", "issue"),
+    # task_state
+    ("TODO: rotate the signing keys before launch.", "task_state"),
+    ("Email verification is not yet wired into the signup flow.", "task_state"),
+    ("The search reindex job is finished and deployed.", "task_state"),
+    ("All 87 tests pass on the feature branch.", "task_state"),
+    ("We still have to add pagination to the /orders listing.", "task_state"),
+    ("Next step is writing integration tests for the refund path.", "task_state"),
+    ("用户头像上传功能还没做。", "task_state"),
+    ("权限模块的重构已经完成。", "task_state"),
+    # architecture
+    ("The billing service communicates with the ledger over gRPC.", "architecture"),
+    ("It's an event-driven design where every state change is an event on NATS.", "architecture"),
+    (
+        "Requests go through the API gateway, which forwards them to the auth service.",
+        "architecture",
+    ),
+    ("系统采用微服务架构，每个服务有自己的数据库。", "architecture"),
+    # implementation
+    ("Implemented rate limiting as middleware in api/middleware/ratelimit.py.", "implementation"),
+    ("Added a GET /health endpoint that checks the database connection.", "implementation"),
+    (
+        "The function normalize_phone in utils/phone.py now strips spaces and dashes.",
+        "implementation",
+    ),
+    ("在 services/order.py 里新增了取消订单的接口。", "implementation"),
+]
+
+
+@pytest.mark.parametrize(("sentence", "expected"), TYPED)
+def test_sentence_gets_its_type(sentence: str, expected: str) -> None:
+    facts = extract_facts(sentence)
+    assert [f["type"] for f in facts] == [expected], facts
+    assert facts[0]["content"] in sentence  # the sentence itself, trimmed, not a paraphrase
+
+
+NOTHING = [
+    # greetings and small talk
+    "Hello!",
+    "Thanks a lot, that works.",
+    "Good morning, hope the weekend was good.",
+    "你好，辛苦了！",
+    "谢谢！",
+    "Never mind, it was my fault.",
+    # questions
+    "Which port does the metrics exporter listen on?",
+    "Should we switch to Poetry?",
+    "Can you add a test for the broken upload case",
+    "这个接口的超时时间是多少？",
+    "要不要换成 MongoDB 呢",
+    # speculation
+    "Maybe we should use Kafka instead of RabbitMQ.",
+    "The failure might be caused by the new TLS settings.",
+    "Perhaps switch to port 8081 if 8080 is taken.",
+    "可能是缓存导致的错误。",
+    # narration and temporary debugging
+    "Let me open the config file and check the port.",
+    "I'll run the failing test again with -vv.",
+    "Temporarily added a print in the retry loop to debug the failure.",
+    "先调试一下这个函数。",
+    # code and file dumps
+    "def create_app(config): return Flask(__name__)",
+    "from sqlalchemy import create_engine",
+    "    engine = create_engine(DATABASE_URL, pool_size=20)",
+    '{"name": "web", "port": 8080, "replicas": 3}',
+    "if (user == null) { throw new Error('missing user'); }",
+    # too little to be a fact
+    "Done.",
+    "Fixed it.",
+    "We decided that.",
+]
+
+
+@pytest.mark.parametrize("text", NOTHING)
+def test_non_facts_produce_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_fenced_code_and_tool_calls_are_skipped() -> None:
+    text = "\n".join(
+        [
+            "[assistant] Here is the new handler:",
+            "```python",
+            "# We'll use port 7000 instead of 8000",
+            "PORT = 7000",
+            "```",
+            '[assistant tool call: write_file] {"path": "app.py", "note": "switch to port 7000"}',
+            "[assistant] The handler now retries twice before giving up.",
+        ]
+    )
+    assert [f["content"] for f in extract_facts(text)] == [
+        "The handler now retries twice before giving up"
+    ]
+
+
+def test_tool_output_gives_only_its_error_lines_three_at_most() -> None:
+    failures = "\n".join(
+        f"FAILED tests/test_api.py::test_case_{i} - AssertionError" for i in range(6)
+    )
+    text = (
+        "[tool result: bash] collected 40 items\n"
+        "We'll use the fixture from conftest.py\n"  # prose inside output is not a statement
+        f"{failures}\n"
+        "[tool error: bash] Traceback (most recent call last):\n"
+        '  File "app.py", line 3, in <module>\n'
+        "KeyError: 'STRIPE_WEBHOOK_SECRET'\n"
+    )
+    facts = extract_facts(text)
+    assert [f["type"] for f in facts] == ["issue"] * 4
+    assert [f["content"] for f in facts[:3]] == [
+        f"FAILED tests/test_api.py::test_case_{i} - AssertionError" for i in range(3)
+    ]
+    assert facts[3] == {
+        "type": "issue",
+        "content": "KeyError: 'STRIPE_WEBHOOK_SECRET'",
+        "context": "bash output",
+    }
+
+
+def test_context_names_the_speaker() -> None:
+    text = (
+        "[user] Let's use Postgres 16 for the analytics database.\n"
+        "[assistant] The CSV importer is implemented in importers/csv_import.py."
+    )
+    assert [f["context"] for f in extract_facts(text)] == ["said by user", "said by assistant"]
+
+
+def _fake_key(prefix: str, n: int = 40, seed: int = 7) -> str:
+    rng = random.Random(seed)
+    return prefix + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+
+def test_secrets_never_appear() -> None:
+    key, token = _fake_key("sk-proj-"), _fake_key("ghp_", 36, seed=3)
+    text = "\n".join(
+        [
+            f"[user] We'll use the key {key} for the OpenAI client.",
+            f"[user] Set GITHUB_TOKEN={token} in the CI settings.",
+            f"[user] Authorization: Bearer {_fake_key('', 48, seed=5)} fails with a 401 error.",
+            "[user] We'll use Postgres 16 for the reporting database.",
+        ]
+    )
+    facts = extract_facts(text)
+    dumped = json.dumps(facts)
+    assert key not in dumped and token not in dumped and "REDACTED" not in dumped
+    assert [f["content"] for f in facts] == ["We'll use Postgres 16 for the reporting database"]
+
+
+def test_redaction_markers_are_not_facts() -> None:
+    assert extract_facts("[user] Set API_KEY=[REDACTED:secret_value] in the deploy settings.") == []
+
+
+def test_duplicates_keep_their_latest_position_and_the_cap_keeps_the_latest() -> None:
+    text = "\n".join(
+        [
+            "[user] We'll use Redis 7 for caching.",
+            "[user] The API listens on port 8000.",
+            "[assistant] We'll use Redis 7 for caching!",
+        ]
+    )
+    facts = extract_facts(text)
+    assert [f["content"] for f in facts] == [
+        "The API listens on port 8000",
+        "We'll use Redis 7 for caching",
+    ]
+    assert facts[1]["context"] == "said by assistant"
+    many = "\n".join(f"[user] Service number {i} listens on port {9000 + i}." for i in range(30))
+    capped = extract_facts(many)
+    assert len(capped) == MAX_FACTS
+    assert capped[-1]["content"] == "Service number 29 listens on port 9029"
+    assert capped[0]["content"] == f"Service number {30 - MAX_FACTS} listens on port {9010}"
+
+
+def test_sentences_of_one_line_are_judged_one_by_one() -> None:
+    text = "[user] Thanks! Maybe Kafka later. For now we'll use RabbitMQ 3.13 as the broker."
+    assert [(f["type"], f["content"]) for f in extract_facts(text)] == [
+        ("decision", "For now we'll use RabbitMQ 3.13 as the broker")
+    ]
+
+
+def test_deterministic() -> None:
+    text = "\n".join(f"[user] {s}" for s, _ in TYPED) + "\n" + "\n".join(NOTHING)
+    first = extract_facts(text)
+    assert first == extract_facts(text)
+    assert json.dumps(first) == json.dumps(extract_facts(text))
+
+
+def test_response_reads_the_conversation_of_the_last_user_message() -> None:
+    messages = [{"role": "user", "content": "We'll use Kafka for the event bus."}]
+    chunk = "\n".join(render_messages(messages))
+    prompt = extraction_messages(chunk)
+    answer = offline_extract_response(prompt)
+    facts, dropped = parse_facts(answer)  # the pipeline's own strict parser accepts it
+    assert dropped == 0
+    assert [(f.type.value, f.content, f.context) for f in facts] == [
+        ("decision", "We'll use Kafka for the event bus", "said by user")
+    ]
+    # The prompt's own example fact (in the system message) is not part of the conversation.
+    assert "PostgreSQL 16" not in answer
+    repair = [*prompt, {"role": "assistant", "content": "oops"}, {"role": "user", "content": "fix"}]
+    assert offline_extract_response(repair) == "[]"
+    assert offline_extract_response([]) == "[]"
+
+
+def test_response_with_content_blocks() -> None:
+    chunk = "[user] 我们决定改用 PostgreSQL，而不是 MySQL。"
+    user = extraction_messages(chunk)[1]
+    blocks = {"role": "user", "content": [{"type": "text", "text": user["content"]}]}
+    answer = json.loads(offline_extract_response([blocks]))
+    assert answer == [
+        {
+            "type": "decision",
+            "content": "我们决定改用 PostgreSQL，而不是 MySQL",
+            "context": "said by user",
+        }
+    ]
