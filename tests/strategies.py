@@ -267,3 +267,69 @@ def fuzzed_conversations(draw: st.DrawFn) -> list[Any]:
         at = draw(st.integers(0, len(messages)))
         messages.insert(at, draw(malformed_messages))
     return messages
+
+
+# --- smart trim -----------------------------------------------------------------------------
+
+SUMMARY_TEXTS = (
+    "[Context compacted] The user asked to fix the bug in parser.py; pytest -q passes.",
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The conversation is summarized below: fix the parser, run pytest.",
+    "The conversation history before this point was compacted into the following summary:\n\n"
+    "<summary>\nparser.py fixed\n</summary>",
+)
+RECALLED_TEXT = (
+    '<recalled-context source="memory-context">\n<knowledge>\n- [decision] run pytest -q '
+    "after every edit of parser.py\n</knowledge>\n</recalled-context>"
+)
+trim_queries = (
+    st.sampled_from(
+        ["", "ok", " y ", "fix parser.py", "run pytest -q", "数据库 bug", "the", "grep edit"]
+    )
+    | short_text
+)
+
+
+@dataclass
+class TrimCase:
+    """A valid conversation with the extras smart trim protects, and how to trim it."""
+
+    messages: list[Any]
+    query: str
+    limit_share: float  # safe_limit = limit_share x the conversation's tokens
+    protected_recent: int
+
+
+def is_plain_user_text(message: dict[str, Any]) -> bool:
+    """A user message carrying only text (no tool results), in any of the four shapes."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content", message.get("parts"))
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(b, dict) and "text" in b and b.get("type", "text") == "text" for b in content
+    )
+
+
+@st.composite
+def trim_cases(draw: st.DrawFn, fmt: str) -> TrimCase:
+    """A valid conversation in ``fmt``, maybe with a compaction summary after the system
+    prompt and recalled blocks before user turns (both keep the pairing valid)."""
+    has_system, conv = draw(abstract_conversations())
+    messages = render(fmt, has_system, conv, gemini_ids=draw(st.booleans()))
+    if draw(st.booleans()):
+        at = 1 if has_system else 0
+        messages.insert(at, _user_text(fmt, draw(st.sampled_from(SUMMARY_TEXTS))))
+    for _ in range(draw(st.integers(0, 2))):
+        spots = [i for i, m in enumerate(messages) if is_plain_user_text(m)]
+        if spots:
+            messages.insert(draw(st.sampled_from(spots)), _user_text(fmt, RECALLED_TEXT))
+    for i, message in enumerate(messages):
+        message["mid"] = i
+    return TrimCase(
+        messages=messages,
+        query=draw(trim_queries),
+        limit_share=draw(st.sampled_from([0.0, 0.2, 0.5, 0.8, 1.0, 1.5]) | st.floats(0, 1.2)),
+        protected_recent=draw(st.sampled_from([6, 6, 6, 0, 1, 3, 10])),
+    )
