@@ -10,13 +10,16 @@ from memctx._config_file import load_config
 from memctx._errors import ConfigError, MemctxError, TranscriptError
 from memctx._pairing import PairingViolation, pairing_violations, repair_tool_pairing
 from memctx._redact import redact
+from memctx._runtime import MemoryContext
 from memctx._tokens import TokenCounter, estimate_message_tokens, estimate_tokens
 from memctx._transcripts import Transcript, load_transcript, load_transcripts
+from memctx._trim import TrimResult, smart_trim
 
 __all__ = [
     "BlockKind",
     "ConfigError",
     "MemctxError",
+    "MemoryContext",
     "MemoryContextConfig",
     "MessageInfo",
     "PairingViolation",
@@ -24,6 +27,7 @@ __all__ = [
     "TokenCounter",
     "Transcript",
     "TranscriptError",
+    "TrimResult",
     "estimate_message_tokens",
     "estimate_tokens",
     "inspect_message",
@@ -34,6 +38,7 @@ __all__ = [
     "pairing_violations",
     "redact",
     "repair_tool_pairing",
+    "smart_trim",
 ]
 
 __version__ = "0.1.0"

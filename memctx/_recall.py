@@ -20,6 +20,7 @@ from memctx._memory_search import search_store
 from memctx._raw_store import RawStore
 from memctx._recall_block import RecallItem, detail_label
 from memctx._search import SearchParams
+from memctx._text import tokenize_unique
 
 __all__ = ["build_query", "detail_items", "knowledge_items"]
 
@@ -33,6 +34,10 @@ _HARNESS_PREFIXES: Final = (
 )
 _REMINDER_RE: Final = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 MAX_QUERY_CHARS: Final = 2_000  # a pasted log must not turn into a 20,000-term BM25 query
+OLDER_MESSAGE_CHARS: Final = 300  # what each older message adds (its opening: the request)
+# Older messages are added only while the query is too thin to search with: the seed joins
+# them to rescue "ok" / "y" / "继续", but next to a real question they only add noise.
+ENOUGH_TERMS: Final = 3
 
 
 def build_query(
@@ -44,6 +49,10 @@ def build_query(
 ) -> str:
     """The search query: the last ``max_messages`` real user messages, oldest first.
 
+    Older messages are added only until the query has :data:`ENOUGH_TERMS` distinct
+    keywords; the newest counts in full, each older one with its first
+    :data:`OLDER_MESSAGE_CHARS` characters.
+
     Args:
         messages: The conversation (recalled blocks may still be in it: they are skipped).
         infos: Anatomy cache shared with the rest of the hook.
@@ -51,8 +60,9 @@ def build_query(
         max_chars: Keep at most this many characters, from the end (newest text matters).
     """
     picked: list[str] = []
+    terms: set[str] = set()
     for message in reversed(messages):
-        if len(picked) >= max_messages:
+        if len(picked) >= max_messages or len(terms) >= ENOUGH_TERMS:
             break
         info = infos.info(message)
         if info.kind is not RoleKind.USER or info.is_tool_result_only:
@@ -63,7 +73,11 @@ def build_query(
         if not text or text.lower().startswith(_HARNESS_PREFIXES):
             continue
         picked.append(text)
-    query = "\n".join(reversed(picked))
+        terms.update(tokenize_unique(text if len(picked) == 1 else text[:OLDER_MESSAGE_CHARS]))
+    # The newest message is the question; older ones are context. A long paste two messages
+    # back must not drown the question, so older messages contribute their opening only.
+    older = [text[:OLDER_MESSAGE_CHARS] for text in picked[1:]]
+    query = "\n".join([*reversed(older), *picked[:1]])
     return query[-max_chars:] if len(query) > max_chars else query
 
 

@@ -1,8 +1,8 @@
 """The ``memctx`` command line.
 
 Commands that exist today: ``check`` (load transcripts, report pairing and redaction),
-``calibrate`` (token counters against provider-reported usage) and ``search`` (memory_search
-over a store). ``eval`` runs those
+``calibrate`` (token counters against provider-reported usage), ``search`` (memory_search
+over a store) and ``replay`` (a real transcript through ``MemoryContext``). ``eval`` runs those
 foundation measurements on the default datasets until the evaluation harness lands; it says
 so when it runs.
 """
@@ -66,6 +66,50 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    from memctx._config import MemoryContextConfig
+    from memctx._config_file import load_config
+    from memctx._errors import MemctxError
+    from memctx._replay import format_replay, replay_transcript
+    from memctx._transcripts import load_transcript
+
+    try:
+        transcript = load_transcript(Path(args.transcript))
+        config = load_config(args.config) if args.config else MemoryContextConfig()
+        config = config.with_overrides({"enabled": True, "embeddingModel": args.embedding})
+        if args.set:
+            config = config.with_overrides(dict(item.split("=", 1) for item in args.set))
+    except (MemctxError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    reports = []
+    for window in args.window:
+        with tempfile.TemporaryDirectory(prefix="memctx-replay-") as tmp:
+            store = Path(args.store) / f"w{window}" if args.store else Path(tmp)
+            reports.append(
+                replay_transcript(transcript, window=window, store_dir=store, config=config)
+            )
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2))
+    else:
+        if args.per_turn:
+            for r in reports:
+                print(f"\n{Path(r.source).name} at {r.window} tokens")
+                print("call  msgs  tokens_in  tokens_out  trimmed  recall_tok   ms  viol")
+                for row in r.rows:
+                    print(
+                        f"{row.call:4d} {row.messages_in:5d} {row.tokens_in:10d} "
+                        f"{row.tokens_out:11d} {row.trimmed:8d} {row.recall_tokens:11d} "
+                        f"{row.latency_ms:5.1f} {row.violations:5d}"
+                    )
+        print(format_replay(reports))
+    bad = sum(r.summary()["violations"] + r.summary()["over_window"] for r in reports)
+    return 1 if bad else 0
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from memctx._report_foundation import calibrate_tokens, check_transcripts
 
@@ -127,6 +171,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.set_defaults(func=_cmd_search)
 
+    replay = sub.add_parser(
+        "replay",
+        help="play a real transcript through MemoryContext: tokens, trims, recalls per call",
+    )
+    replay.add_argument("transcript", help="Claude Code JSONL, OpenAI/Anthropic JSON(L), ...")
+    replay.add_argument(
+        "--window",
+        type=int,
+        action="append",
+        default=None,
+        help="context window in tokens (repeatable; default 200000 and 64000)",
+    )
+    replay.add_argument("--config", help="memctx config file or openclaw.json")
+    replay.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
+    )
+    replay.add_argument("--embedding", choices=["hash", "transformer"], default="hash")
+    replay.add_argument("--store", help="keep the stores here (default: a temporary folder)")
+    replay.add_argument("--per-turn", action="store_true", help="print one line per call")
+    replay.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    replay.set_defaults(func=_cmd_replay)
+
     evaluate = sub.add_parser("eval", help="the main job (foundation measurements for now)")
     evaluate.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
     evaluate.add_argument("--trials", type=int, default=50)
@@ -138,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    if getattr(args, "window", "absent") is None:
+        args.window = [200_000, 64_000]
     status: int = args.func(args)
     return status
 

@@ -45,10 +45,24 @@ def test_tool_results_recalled_blocks_and_harness_text_are_skipped() -> None:
 
 
 def test_query_is_bounded_keeping_the_newest_text() -> None:
-    msgs = [user("old " * 2000), user("the newest question")]
+    msgs = [user("old request"), user("paste " * 2000 + "the newest question")]
     query = build_query(msgs, InfoCache())
     assert len(query) == MAX_QUERY_CHARS
     assert query.endswith("the newest question")
+
+
+def test_a_full_question_stands_alone_a_thin_one_borrows_context() -> None:
+    earlier = user("refactor the payment webhook handler")
+    full = build_query([earlier, user("why does the parser reject unicode paths?")], InfoCache())
+    assert full == "why does the parser reject unicode paths?"
+    thin = build_query([earlier, user("ok go")], InfoCache())
+    assert thin == "refactor the payment webhook handler\nok go"
+
+
+def test_older_messages_add_only_their_opening() -> None:
+    paste = "Traceback " + "frame " * 500
+    query = build_query([user(paste), user("and now?")], InfoCache())
+    assert query == paste[:300] + "\nand now?"
 
 
 def test_no_user_text_gives_an_empty_query() -> None:

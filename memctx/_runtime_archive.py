@@ -1,0 +1,326 @@
+"""The engine's side of the stores: what gets archived, when, and what is still pending.
+
+Stores open lazily on first use (the seed's cold start): a session that never overflows never
+reads ``segments.jsonl``.
+
+Archiving rules:
+
+- Recalled blocks are never archived (they are memory already).
+- A message is archived once per engine: agents resend their whole history every turn and
+  the same old messages are trimmed again and again. A per-message key (role + text,
+  remembered by dict identity) skips them without redacting or hashing the text again; the
+  store's own sha256 dedup catches repeats across processes.
+- With a cheap embedder (hash, ~0.1 ms per text) segments are written before the hook
+  searches, so they are recallable in the same turn. With the transformer (~25 ms per text
+  on two cores) the write and the embedding run on the background worker; meanwhile the
+  segments sit in an in-memory overlay that the hook searches by BM25 alone, so they are
+  recallable in the same turn as well, only without the vector half of the score.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memctx._anatomy import (
+    BlockKind,
+    InfoCache,
+    MessageInfo,
+    is_recalled_block,
+    message_fingerprint,
+)
+from memctx._bm25 import BM25Index
+from memctx._config import MemoryContextConfig
+from memctx._embeddings import Embedder, make_embedder
+from memctx._knowledge import KnowledgeStore
+from memctx._memory_search import memory_search
+from memctx._raw_store import RawStore
+from memctx._raw_store_io import validate_session_id
+from memctx._recall_block import RecallItem, detail_label
+from memctx._redact import Redactor
+from memctx._text import tokenize
+from memctx._worker import BackgroundWorker
+
+__all__ = ["Archive", "archive_text", "message_time"]
+
+logger = logging.getLogger("memctx")
+
+
+def archive_text(info: MessageInfo) -> str:
+    """What a message says, as archived: text, tool calls (name + input) and tool results.
+
+    Thinking is left out: it is the model's scratchpad, long and rarely what a later
+    question is about.
+    """
+    parts = []
+    for block in info.blocks:
+        if block.kind is BlockKind.TOOL_CALL:
+            parts.append(f"[tool call] {block.tool_name or 'tool'} {block.text}".rstrip())
+        elif block.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT) and block.text:
+            parts.append(block.text)
+    return "\n".join(parts)
+
+
+def message_time(message: dict[str, Any], default: float) -> float:
+    """The message's own ``timestamp`` (epoch s or ms, or ISO 8601), else ``default``."""
+    value = message.get("timestamp")
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int | float):
+        return float(value) / 1000.0 if value > 1e12 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return default
+    return default
+
+
+class Archive:
+    """Lazily opened raw + knowledge stores, archiving, the pending overlay, extraction."""
+
+    def __init__(
+        self,
+        config: MemoryContextConfig,
+        *,
+        store_dir: str | Path,
+        session_id: str,
+        embedder: Embedder | None,
+        llm: Any | None,
+        worker: BackgroundWorker,
+        infos: InfoCache,
+        clock: Callable[[], float],
+    ) -> None:
+        self._session = validate_session_id(session_id)
+        self._config = config
+        self._dir = Path(store_dir)
+        self._embedder = embedder
+        self._llm = llm
+        self._worker = worker
+        self._infos = infos
+        self._clock = clock
+        self._redactor = Redactor() if config.redaction else None
+        self._raw: RawStore | None = None
+        self._knowledge: KnowledgeStore | None = None
+        self._mutex = threading.Lock()  # guards the two dicts below against the worker
+        self._seg_of: dict[int, str] = {}  # message key -> segment id ("" if unknown)
+        self._pending: dict[int, dict[str, Any]] = {}  # message key -> item not yet stored
+        self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
+        self.counts: Counter[str] = Counter()
+        self.extraction: dict[str, float] = {}
+
+    # -- stores ------------------------------------------------------------------------------
+
+    @property
+    def raw(self) -> RawStore:
+        if self._raw is None:
+            embedder = self._embedder
+            if embedder is None:
+                cache = None
+                if self._config.embedding_model == "transformer":
+                    cache = self._dir / "embeddings.cache"
+                embedder = make_embedder(self._config.embedding_model, cache_path=cache)
+                self._embedder = embedder
+            self._raw = RawStore(
+                self._dir,
+                embedder=embedder,
+                session_id=self._session,
+                max_segments=self._config.max_segments,
+                eviction_days=self._config.eviction_days,
+                redactor=self._redactor,
+                clock=self._clock,
+            ).open()
+        return self._raw
+
+    @property
+    def knowledge(self) -> KnowledgeStore:
+        if self._knowledge is None:
+            self._knowledge = KnowledgeStore(
+                self._dir, redactor=self._redactor or Redactor(), clock=self._clock
+            )
+        return self._knowledge
+
+    def has_segments(self) -> bool:
+        return len(self.raw) > 0
+
+    def has_knowledge(self) -> bool:
+        return bool(self.knowledge.stats().get("live", 1))
+
+    @property
+    def cheap_embedder(self) -> bool:
+        """Whether embedding inline costs little (hash, or a transformer that fell back)."""
+        return str(getattr(self.raw.embedder, "name", "")).startswith("hash")
+
+    def llm_client(self) -> Any:
+        if self._llm is None:
+            from memctx._llm import LLMClient
+
+            self._llm = LLMClient(self._config.extraction_model, cache_dir=self._dir / "llm-cache")
+        return self._llm
+
+    # -- archiving ---------------------------------------------------------------------------
+
+    def message_key(self, message: dict[str, Any]) -> int:
+        """An in-process key for "this message": role and archived text."""
+        fingerprint = message_fingerprint(message)
+        entry = self._keys.get(id(message))
+        if entry is not None and entry[0] is message and entry[1] == fingerprint:
+            return entry[2]
+        info = self._infos.info(message)
+        key = hash((info.role, archive_text(info)))
+        if len(self._keys) > 200_000:
+            self._keys.clear()
+        self._keys[id(message)] = (message, fingerprint, key)
+        return key
+
+    def segments_in(self, messages: Iterable[dict[str, Any]]) -> set[str]:
+        """Ids of archived segments whose message is among ``messages``."""
+        with self._mutex:
+            found = {self._seg_of.get(self.message_key(m), "") for m in messages}
+        found.discard("")
+        return found
+
+    def trimmed(self, trimmed: Sequence[dict[str, Any]], context: Sequence[object]) -> None:
+        """Archive messages smart trim removed; their turn is their index in ``context``."""
+        turn_of = {id(m): i for i, m in enumerate(context)}
+        self._store((m, turn_of.get(id(m))) for m in trimmed)
+
+    def compacted(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Archive messages about to be compacted, then queue knowledge extraction."""
+        ids = self._store((m, i) for i, m in enumerate(messages))
+        if self._config.knowledge_extraction:
+            batch = [m for m in messages if not is_recalled_block(m)]
+            if batch:
+                self._worker.submit(lambda: self._extract(batch, ids), "extraction")
+                self.counts["extractions_queued"] += 1
+
+    def _store(self, pairs: Iterable[tuple[dict[str, Any], int | None]]) -> list[str]:
+        keys: list[int] = []
+        items: list[dict[str, Any]] = []
+        now = self._clock()
+        with self._mutex:
+            for message, turn in pairs:
+                if is_recalled_block(message):
+                    self.counts["recalled_blocks_skipped"] += 1
+                    continue
+                key = self.message_key(message)
+                if key in self._seg_of or key in self._pending or key in keys:
+                    continue
+                info = self._infos.info(message)
+                text = archive_text(info)
+                if not text.strip():
+                    continue
+                item = {
+                    "session_id": self._session,
+                    "role": info.role or "unknown",
+                    "content": text,
+                    "timestamp": message_time(message, now),
+                    "turn": turn,
+                }
+                keys.append(key)
+                items.append(item)
+        if not items:
+            return []
+        if self.cheap_embedder:
+            return self._write(keys, items)
+        with self._mutex:
+            self._pending.update(zip(keys, items, strict=True))
+        self._worker.submit(lambda: self._write(keys, items), "archive")
+        return []
+
+    def _write(self, keys: list[int], items: list[dict[str, Any]]) -> list[str]:
+        try:
+            segments = self.raw.add_many(items)
+        finally:
+            with self._mutex:
+                for key in keys:
+                    self._pending.pop(key, None)
+        ids = []
+        with self._mutex:
+            for key, segment in zip(keys, segments, strict=True):
+                self._seg_of[key] = segment.id if segment is not None else ""
+                if segment is not None:
+                    ids.append(segment.id)
+        self.counts["archived"] += len(ids)
+        self.counts["archive_duplicates"] += len(items) - len(ids)
+        return ids
+
+    def pending_items(self, query: str, limit: int) -> list[RecallItem]:
+        """Overlay hits: archived this turn, not yet embedded (BM25 only, scaled by its weight)."""
+        with self._mutex:
+            pending = list(self._pending.values())
+        q = tokenize(query)
+        if not pending or not q:
+            return []
+        index = BM25Index()
+        index.add_many((i, tokenize(item["content"])) for i, item in enumerate(pending))
+        scores = index.normalized_scores(q)
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        out = []
+        for i, score in best:
+            item = pending[i]
+            text = item["content"]
+            if self._redactor is not None:
+                text = self._redactor.redact(text)
+            label = detail_label(item["timestamp"], item["role"])
+            weighted = self._config.text_weight * score
+            if weighted >= self._config.auto_recall_min_score and score > 0:
+                out.append(RecallItem("detail", text, weighted, label, f"pending:{i}"))
+        return out
+
+    # -- extraction and search -----------------------------------------------------------------
+
+    def _extract(self, messages: list[dict[str, Any]], source_ids: list[str]) -> None:
+        from memctx._extraction import extract_and_update
+
+        start = time.perf_counter()
+        report = extract_and_update(
+            messages,
+            store=self.knowledge,
+            client=self.llm_client(),
+            session_id=self._session,
+            source_ids=source_ids,
+        )
+        for name, value in report.as_dict().items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                self.extraction[name] = self.extraction.get(name, 0) + value
+        seconds = self.extraction.get("seconds", 0.0) + time.perf_counter() - start
+        self.extraction["seconds"] = seconds
+
+    def memory_search(self, query: str, limit: int) -> list[dict[str, Any]]:
+        return memory_search(
+            self.raw,
+            query,
+            limit,
+            session_id=self._session,
+            cross_session=self._config.cross_session,
+        )
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "archive": dict(self.counts),
+            "pending_segments": len(self._pending),
+            "extraction": dict(self.extraction),
+        }
+        if self._raw is not None:
+            out["raw_store"] = self._raw.stats()
+            out["embedder"] = {
+                "name": getattr(self._raw.embedder, "name", "?"),
+                "fallback_reason": getattr(self._raw.embedder, "fallback_reason", None),
+            }
+        if self._knowledge is not None:
+            out["knowledge"] = self._knowledge.stats()
+        if self._llm is not None and hasattr(self._llm, "usage"):
+            usage = self._llm.usage()
+            out["llm"] = usage.as_dict() if hasattr(usage, "as_dict") else usage
+        return out
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()

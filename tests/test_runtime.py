@@ -1,0 +1,279 @@
+"""MemoryContext: the context hook, the compaction hook, failure isolation, the registry."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memctx import MemoryContextConfig
+from memctx._anatomy import is_recalled_block
+from memctx._embeddings import HashEmbedder
+from memctx._errors import StoreError
+from memctx._pairing import pairing_violations
+from memctx._runtime import MemoryContext
+from memctx._tokens import estimate_messages_tokens
+
+WINDOW = 20_000  # cap = min(4000, 2000) = 2000; safe limit = 20000 - 4000 - 2000 = 14000
+
+
+def cfg(**kw: Any) -> MemoryContextConfig:
+    return MemoryContextConfig(enabled=True, **kw)
+
+
+def engine(tmp_path: Path, **kw: Any) -> MemoryContext:
+    config = kw.pop("config", cfg())
+    return MemoryContext(
+        config, store_dir=tmp_path / "store", session_id="s1", context_window_tokens=WINDOW, **kw
+    )
+
+
+def filler(i: int, size: int = 3000) -> dict[str, Any]:
+    words = ["lorem", "ipsum", "dolor", "amet", "tempor", "magna", "aliqua"]
+    text = " ".join(words[(i + j) % len(words)] for j in range(size // 6))
+    return {"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i}: {text}"}
+
+
+def long_session(
+    n: int = 40, question: str = "now run the linter over the tests folder"
+) -> list[dict[str, Any]]:
+    """A system prompt, one early decision, filler, and a last request unrelated to it."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    msgs.append(
+        {"role": "user", "content": "Decision: the payment webhook lives in src/pay/hook.py"}
+    )
+    msgs.append({"role": "assistant", "content": "Understood, webhook in src/pay/hook.py."})
+    msgs += [filler(i) for i in range(n)]
+    msgs.append({"role": "user", "content": question})
+    return msgs
+
+
+def ask_later(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The agent continues from what it sent, then asks about the trimmed decision."""
+    return [
+        *out,
+        {"role": "assistant", "content": "Linter is clean."},
+        {"role": "user", "content": "where does the payment webhook live?"},
+    ]
+
+
+def test_small_context_passes_through_without_a_block(tmp_path: Path) -> None:
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello there"}]
+    with engine(tmp_path) as mem:
+        out = mem.on_context(msgs)
+        assert out == msgs and all(a is b for a, b in zip(out, msgs, strict=True))
+        assert mem.stats()["counts"] == {"on_context": 1}
+
+
+def test_trimmed_messages_are_archived_and_recalled_later(tmp_path: Path) -> None:
+    msgs = long_session()
+    assert estimate_messages_tokens(msgs) > 14_000
+    with engine(tmp_path) as mem:
+        out = mem.on_context(msgs)
+        assert estimate_messages_tokens(out) <= WINDOW - 4000
+        assert not pairing_violations(out)
+        assert msgs[1] not in out and out[-1] is msgs[-1] and out[0] is msgs[0]
+        stats = mem.stats()
+        assert stats["counts"]["trims"] == 1 and stats["archive"]["archived"] > 0
+        segments = (tmp_path / "store" / "segments.jsonl").read_text()
+        assert "src/pay/hook.py" in segments
+        later = mem.on_context(ask_later(out))
+        blocks = [m for m in later if is_recalled_block(m)]
+        assert len(blocks) == 1 and "src/pay/hook.py" in blocks[0]["content"]
+        assert later[0] is msgs[0] and later[1] is blocks[0]  # right after the system prompt
+        assert estimate_messages_tokens(blocks) <= mem.recall_cap
+        assert estimate_messages_tokens(later) <= WINDOW - 4000
+
+
+def test_relevant_messages_survive_the_trim(tmp_path: Path) -> None:
+    msgs = long_session(question="where does the payment webhook live?")
+    with engine(tmp_path) as mem:
+        out = mem.on_context(msgs)
+        assert msgs[1] in out and len(out) < len(msgs)
+
+
+def test_on_context_is_idempotent(tmp_path: Path) -> None:
+    with engine(tmp_path) as mem:
+        out = mem.on_context(long_session())
+        again = mem.on_context(out)
+        assert again == out
+
+
+def test_old_recalled_blocks_are_replaced_and_never_archived(tmp_path: Path) -> None:
+    stale = {"role": "user", "content": '<recalled-context source="memory-context">OLD SECRET'}
+    msgs = long_session()
+    msgs.insert(1, stale)
+    with engine(tmp_path) as mem:
+        out = mem.on_context(msgs)
+        assert stale not in out
+        mem.on_before_compact(msgs)
+        mem.wait_idle(30)
+        store = tmp_path / "store" / "segments.jsonl"
+        assert "OLD SECRET" not in store.read_text()
+
+
+def test_short_query_skips_trim_below_the_window_but_not_above(tmp_path: Path) -> None:
+    def session(n: int) -> list[dict[str, Any]]:
+        notes = [{"role": "assistant", "content": filler(i)["content"]} for i in range(n)]
+        return [{"role": "system", "content": "sys"}, *notes, {"role": "user", "content": "ok"}]
+
+    msgs = session(15)  # over the safe limit (14,000), under window - reserve (16,000)
+    assert 14_000 < estimate_messages_tokens(msgs) < WINDOW - 4000
+    with engine(tmp_path) as mem:
+        assert mem.on_context(msgs) == msgs  # "ok" is no query: no trim, no recall
+        big = session(25)  # over the window itself: sending it would fail, so trim anyway
+        assert estimate_messages_tokens(big) > WINDOW
+        out = mem.on_context(big)
+        assert estimate_messages_tokens(out) <= WINDOW - 4000
+        assert out[0] is big[0] and out[-1] is big[-1]
+        assert not any(is_recalled_block(m) for m in out)
+
+
+def test_compaction_hook_archives_and_extracts_knowledge(tmp_path: Path) -> None:
+    msgs = [
+        {"role": "user", "content": "We decided to use PostgreSQL instead of MySQL for orders."},
+        {"role": "assistant", "content": "OK: switching the orders service to PostgreSQL."},
+        {"role": "user", "content": "The API server port is 8080."},
+    ]
+    with engine(tmp_path) as mem:
+        assert mem.on_before_compact(msgs) is None
+        assert mem.wait_idle(60)
+        stats = mem.stats()
+        assert stats["archive"]["archived"] == 3
+        assert stats["worker"]["done"].get("extraction") == 1
+        assert stats["worker"]["failed"] == {}
+        hits = mem.memory_search("which database for orders", limit=3)
+        assert hits and "PostgreSQL" in hits[0]["content"]
+        assert set(hits[0]) == {"content", "score", "session_id", "turn"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [None, "text", 42, [1, 2], [{"role": "user", "content": "x"}, None], {"role": "user"}],
+)
+def test_hooks_never_raise_on_malformed_input_and_return_it(tmp_path: Path, bad: Any) -> None:
+    with engine(tmp_path) as mem:
+        assert mem.on_context(bad) is bad
+        assert mem.on_before_compact(bad) is None
+        counts = mem.stats()["counts"]
+        assert counts["on_context_failures"] == 1 and counts["on_before_compact_failures"] == 1
+        assert "TypeError" in mem.stats()["last_error"]
+
+
+def test_an_internal_failure_returns_the_input_and_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memctx._runtime as runtime
+
+    def broken(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("index exploded")
+
+    monkeypatch.setattr(runtime, "smart_trim", broken)
+    msgs = long_session()
+    with engine(tmp_path) as mem:
+        assert mem.on_context(msgs) is msgs
+        assert mem.stats()["counts"]["on_context_failures"] == 1
+        assert "index exploded" in mem.stats()["last_error"]
+
+
+def test_disabled_config_passes_everything_through(tmp_path: Path) -> None:
+    msgs = long_session()
+    with engine(tmp_path, config=MemoryContextConfig(enabled=False)) as mem:
+        assert mem.on_context(msgs) is msgs
+        mem.on_before_compact(msgs)
+    assert not (tmp_path / "store" / "segments.jsonl").exists()
+
+
+def test_block_goes_after_a_compaction_summary(tmp_path: Path) -> None:
+    summary = {
+        "role": "user",
+        "content": "This session is being continued from a previous conversation. Summary: ...",
+        "isCompactSummary": True,
+    }
+    msgs = long_session()
+    msgs.insert(1, summary)
+    with engine(tmp_path) as mem:
+        out = mem.on_context(msgs)
+        assert out[1] is summary and is_recalled_block(out[2])
+
+
+def test_invalid_session_id_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="session"):
+        MemoryContext(cfg(), store_dir=tmp_path, session_id="../escape")
+    with pytest.raises(ValueError, match="context_window_tokens"):
+        MemoryContext(cfg(), store_dir=tmp_path, session_id="ok", context_window_tokens=0)
+
+
+def test_for_session_shares_one_engine_until_closed(tmp_path: Path) -> None:
+    a = MemoryContext.for_session(cfg(), store_dir=tmp_path, session_id="shared")
+    b = MemoryContext.for_session(None, store_dir=tmp_path / ".", session_id="shared")
+    c = MemoryContext.for_session(cfg(), store_dir=tmp_path, session_id="other")
+    assert a is b and a is not c
+    a.close()
+    d = MemoryContext.for_session(cfg(), store_dir=tmp_path, session_id="shared")
+    assert d is not a
+    d.close()
+    c.close()
+
+
+class SlowEmbedder:
+    """A transformer stand-in: expensive (not ``hash``), blocks until released."""
+
+    name, dim, version = "slow-test", 64, "1"
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.inner = HashEmbedder(64)
+
+    def embed(self, texts: Any) -> np.ndarray:
+        if len(texts) > 1:  # archiving batches wait; single query embeds do not
+            self.gate.wait(30)
+        return self.inner.embed(texts)
+
+
+def test_expensive_embedder_archives_in_background_but_recalls_at_once(
+    tmp_path: Path,
+) -> None:
+    slow = SlowEmbedder()
+    with engine(tmp_path, embedder=slow) as mem:
+        out = mem.on_context(long_session())
+        assert mem.stats()["pending_segments"] > 0  # the worker is stuck in embed()
+        later = mem.on_context(ask_later(out))
+        blocks = [m for m in later if is_recalled_block(m)]
+        assert blocks and "src/pay/hook.py" in blocks[0]["content"]
+        slow.gate.set()
+        assert mem.wait_idle(30)
+        assert mem.stats()["pending_segments"] == 0
+        assert mem.stats()["archive"]["archived"] > 0
+        again = mem.on_context(ask_later(out))  # now found through the store itself
+        assert "src/pay/hook.py" in next(m for m in again if is_recalled_block(m))["content"]
+
+
+def test_concurrent_hooks_from_threads_do_not_break(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+    mem = engine(tmp_path)
+
+    def run(k: int) -> None:
+        try:
+            for j in range(5):
+                msgs = long_session(n=30 + k + j)
+                out = mem.on_context(msgs)
+                assert not pairing_violations(out)
+                mem.on_before_compact(msgs[:5])
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    mem.wait_idle(60)
+    counts = mem.stats()["counts"]
+    mem.close()
+    assert not errors
+    assert counts["on_context"] == 20 and counts["on_before_compact"] == 20
+    assert "on_context_failures" not in counts
