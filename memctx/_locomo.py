@@ -8,7 +8,11 @@ question, and check whether the evidence turns come back.
 Each turn becomes one archived message whose text carries its session date, so that a
 temporal question ("When did Caroline ...?") can be answered from the recalled text:
 ``[8 May 2023] Caroline: I went to a LGBTQ support group yesterday ...`` and, for a shared
-photo, `` [photo: a painting of a sunset]`` from ``blip_caption``.
+photo, `` [photo: a painting of a sunset]`` from ``blip_caption``. The turn also keeps its
+words (with the caption) and its date label apart, for the recall block, which prints the date
+once per session (:mod:`memctx._retrieval_render`). The archived text keeps the date: it
+helps retrieval too (measured without it: recall at 2,000 tokens 1.2 points lower with the
+transformer, 2.2 with hash).
 
 A few evidence ids in the published file are malformed (``"D8:6; D9:17"``, ``"D:11:26"``,
 ``"D30:05"``); :func:`normalise_evidence` repairs the three known shapes and drops anything
@@ -54,6 +58,8 @@ class Turn:
     speaker: str
     text: str  # the archived text: date, speaker, words, photo caption
     timestamp: float  # session start, epoch seconds
+    said: str = ""  # the words and photo caption alone, for a renderer that adds the rest
+    date: str = ""  # the session's date label, "8 May 2023"
 
 
 @dataclass(frozen=True)
@@ -123,9 +129,10 @@ def load_locomo(path: str | Path) -> list[Conversation]:
             when = conv[f"session_{number}_date_time"]
             stamp, label = _session_time(when), _date_label(when)
             for raw in conv[f"session_{number}"]:
-                text = f"[{label}] {raw['speaker']}: {raw['text']}"
+                said = raw["text"]
                 if raw.get("blip_caption"):
-                    text += f" [photo: {raw['blip_caption']}]"
+                    said += f" [photo: {raw['blip_caption']}]"
+                text = f"[{label}] {raw['speaker']}: {said}"
                 dia_id, _ = normalise_evidence(raw["dia_id"])
                 turns.append(
                     Turn(
@@ -135,6 +142,8 @@ def load_locomo(path: str | Path) -> list[Conversation]:
                         speaker=raw["speaker"],
                         text=text,
                         timestamp=stamp,
+                        said=said,
+                        date=label,
                     )
                 )
         known = {t.dia_id for t in turns}

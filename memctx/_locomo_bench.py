@@ -2,9 +2,15 @@
 
 Every conversation is archived turn by turn into a fresh :class:`RawStore` (one message per
 turn, the session date in the text and as the segment's timestamp), then each question of
-categories 1-4 is asked through :func:`hybrid_search` exactly as ``memory_search`` asks it.
+categories 1-4 is asked through :func:`hybrid_search` as ``memory_search`` asks it, and the
+ranking fills a 2,000-token recall block (:func:`memctx._retrieval_render.render_recall`).
 The table compares BM25 only, vectors only, the seed's hybrid, and memctx's defaults, with
 each addition switched off in turn (the ablations), for hash and transformer embeddings.
+
+memctx's default asks with stemmed keywords (:mod:`memctx._retrieval_keywords`): a second
+BM25 index over the store's contents stands in for the store's own until the tokenizer stems
+(the patch is described there); the "- stemming and question words" ablation is what
+``memory_search`` asks today.
 
 Decay needs a "now": the questions are asked after the last session, so ``now`` is the last
 session's timestamp. LoCoMo questions are about any point of the past, so any decay can only
@@ -18,18 +24,37 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from memctx._embeddings import Embedder, make_embedder
 from memctx._locomo import CATEGORY_NAMES, Conversation, load_locomo
 from memctx._memory_search import search_store
 from memctx._raw_store import RawStore
-from memctx._retrieval_eval import KS, RecallReport, Retriever, evaluate_retriever
+from memctx._retrieval_eval import (
+    KS,
+    PackerFactory,
+    RecallReport,
+    Retriever,
+    evaluate_retriever,
+    per_turn_packer,
+    rendered_packer,
+)
+from memctx._retrieval_keywords import StemmedBM25, search_stemmed, stemmed_index
 from memctx._search import SEED_PRESET, SearchParams
 from memctx._tokens import estimate_tokens
 
-__all__ = ["METHODS", "Method", "run_locomo"]
+__all__ = ["DEFAULT_METHOD", "METHODS", "Method", "evaluate_methods", "run_locomo"]
 
 RANK_DEPTH = 150  # ranked turns per question: more than a 2,000-token budget can hold
+
+
+# Which keyword index a method asks: the store's own, or a StemmedBM25 with these settings.
+Keywords = Literal["store", "stemmed", "stem only", "question words only"]
+_KEYWORD_SETTINGS = {
+    "stemmed": (True, True),  # (stem, drop question words)
+    "stem only": (True, False),
+    "question words only": (False, True),
+}
 
 
 @dataclass(frozen=True)
@@ -37,16 +62,28 @@ class Method:
     name: str
     params: SearchParams
     decay: bool = False  # decay relative to the last session
+    keywords: Keywords = "stemmed"
+    per_turn: bool = False  # budget by each turn's archived text instead of the rendered block
 
 
 _PLAIN = SearchParams(neighbour_weight=0.0, episode_weight=0.0, decay=1.0, candidates=300)
 _DEFAULT = replace(SearchParams(), candidates=300)
+DEFAULT_METHOD = Method("memctx default (no decay)", _DEFAULT)
 METHODS = (
-    Method("bm25 only", replace(_PLAIN, vector_weight=0.0, text_weight=1.0)),
-    Method("vector only", replace(_PLAIN, vector_weight=1.0, text_weight=0.0)),
-    Method("hybrid 0.7/0.3 (seed, no decay)", _PLAIN),
-    Method("seed preset (0.995 per hour)", replace(SEED_PRESET, candidates=300), decay=True),
-    Method("memctx default (no decay)", _DEFAULT),
+    Method("bm25 only", replace(_PLAIN, vector_weight=0.0, text_weight=1.0), keywords="store"),
+    Method("vector only", replace(_PLAIN, vector_weight=1.0, text_weight=0.0), keywords="store"),
+    Method("hybrid 0.7/0.3 (seed, no decay)", _PLAIN, keywords="store"),
+    Method(
+        "seed preset (0.995 per hour)",
+        replace(SEED_PRESET, candidates=300),
+        decay=True,
+        keywords="store",
+    ),
+    DEFAULT_METHOD,
+    Method("  - stemming and question words", _DEFAULT, keywords="store"),
+    Method("  - stemming", _DEFAULT, keywords="question words only"),
+    Method("  - question words", _DEFAULT, keywords="stem only"),
+    Method("  - grouped block", _DEFAULT, per_turn=True),
     Method("  - without neighbours", replace(_DEFAULT, neighbour_weight=0.0)),
     Method("  - without episode boost", replace(_DEFAULT, episode_weight=0.0)),
     Method("  + decay 0.995 per day", replace(_DEFAULT, decay=0.995), decay=True),
@@ -82,19 +119,102 @@ def _archive(conv: Conversation, embedder: Embedder, root: Path) -> tuple[RawSto
     return store, keys
 
 
-def _retriever(store: RawStore, turn_of_key: list[int], method: Method, now: float) -> Retriever:
+def _retriever(
+    store: RawStore,
+    turn_of_key: list[int],
+    method: Method,
+    now: float,
+    index: StemmedBM25 | None,
+) -> Retriever:
     def rank(question: str) -> list[int]:
-        hits = search_store(
-            store,
-            question,
-            limit=RANK_DEPTH,
-            cross_session=True,  # one conversation per store
-            params=method.params,
-            now=now if method.decay else None,
-        )
+        when = now if method.decay else None
+        # cross_session: one conversation per store
+        if index is None:
+            hits = search_store(
+                store,
+                question,
+                limit=RANK_DEPTH,
+                cross_session=True,
+                params=method.params,
+                now=when,
+            )
+        else:
+            hits = search_stemmed(
+                store,
+                index,
+                question,
+                limit=RANK_DEPTH,
+                cross_session=True,
+                params=method.params,
+                now=when,
+            )
         return [turn_of_key[h.key] for h in hits]
 
     return rank
+
+
+class _Archive:
+    """One conversation's store, its key -> turn map and its keyword indexes (made once)."""
+
+    def __init__(self, conv: Conversation, embedder: Embedder, root: Path) -> None:
+        self.store, self.turn_of_key = _archive(conv, embedder, root)
+        self.now = max(t.timestamp for t in conv.turns)
+        self._indexes: dict[str, StemmedBM25] = {}
+
+    def index(self, keywords: Keywords) -> StemmedBM25 | None:
+        if keywords == "store":
+            return None
+        if keywords not in self._indexes:
+            stem, question_words = _KEYWORD_SETTINGS[keywords]
+            self._indexes[keywords] = stemmed_index(
+                self.store, stem=stem, question_words=question_words
+            )
+        return self._indexes[keywords]
+
+    def retriever(self, method: Method) -> Retriever:
+        index = self.index(method.keywords)
+        return _retriever(self.store, self.turn_of_key, method, self.now, index)
+
+
+_PER_TURN: PackerFactory = per_turn_packer(lambda turn: estimate_tokens(turn.text))
+
+
+def evaluate_methods(
+    conversations: Sequence[Conversation],
+    kind: str,
+    methods: Sequence[Method],
+    *,
+    budget: int = 2000,
+    cache_dir: Path | None = None,
+) -> list[RecallReport]:
+    """Archive every conversation with the ``kind`` embedder once; evaluate each method."""
+    cache = cache_dir / f"embeddings-{kind}.bin" if cache_dir else None
+    embedder = make_embedder(kind, cache_path=cache)  # type: ignore[arg-type]
+    if reason := getattr(embedder, "fallback_reason", None):
+        print(f"note: {kind} requested, hash used: {reason}")
+    started = time.perf_counter()
+    reports: list[RecallReport] = []
+    with tempfile.TemporaryDirectory(prefix="memctx-locomo-") as tmp:
+        archived = {c.sample_id: _Archive(c, embedder, Path(tmp)) for c in conversations}
+        print(f"[{kind}] archived in {time.perf_counter() - started:.1f} s")
+        try:
+            for method in methods:
+
+                def factory(conv: Conversation, method: Method = method) -> Retriever:
+                    return archived[conv.sample_id].retriever(method)
+
+                report = evaluate_retriever(
+                    f"{kind:11s} {method.name}",
+                    conversations,
+                    factory,
+                    pack=_PER_TURN if method.per_turn else rendered_packer,
+                    budget=budget,
+                )
+                reports.append(report)
+        finally:
+            for archive in archived.values():
+                archive.store.close()
+    return reports
 
 
 def run_locomo(
@@ -116,35 +236,9 @@ def run_locomo(
     )
     reports: list[RecallReport] = []
     for kind in embedders:
-        cache = cache_dir / f"embeddings-{kind}.bin" if cache_dir else None
-        embedder = make_embedder(kind, cache_path=cache)  # type: ignore[arg-type]
-        if reason := getattr(embedder, "fallback_reason", None):
-            print(f"note: {kind} requested, hash used: {reason}")
-        started = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="memctx-locomo-") as tmp:
-            archived = {c.sample_id: _archive(c, embedder, Path(tmp)) for c in conversations}
-            print(f"[{kind}] archived in {time.perf_counter() - started:.1f} s")
-            for method in methods:
-
-                def factory(
-                    conv: Conversation,
-                    method: Method = method,
-                    archived: dict[str, tuple[RawStore, list[int]]] = archived,
-                ) -> Retriever:
-                    store, turn_of_key = archived[conv.sample_id]
-                    now = max(t.timestamp for t in conv.turns)
-                    return _retriever(store, turn_of_key, method, now)
-
-                report = evaluate_retriever(
-                    f"{kind:11s} {method.name}",
-                    conversations,
-                    factory,
-                    costs=lambda turn: estimate_tokens(turn.text),
-                    budget=budget,
-                )
-                reports.append(report)
-            for store, _ in archived.values():
-                store.close()
+        reports += evaluate_methods(
+            conversations, kind, methods, budget=budget, cache_dir=cache_dir
+        )
     _print(reports, budget)
     return reports
 
@@ -167,6 +261,8 @@ def _print(reports: Sequence[RecallReport], budget: int) -> None:
     names = ", ".join(f"c{n} {CATEGORY_NAMES[n]}" for n in (1, 2, 3, 4))
     print(
         f"\nrecall = share of a question's evidence turns retrieved, averaged over "
-        f"{reports[0].questions if reports else 0} questions; @{budget}tok = greedy fill of "
-        f"{budget} estimated tokens; categories at the budget: {names}."
+        f"{reports[0].questions if reports else 0} questions; @{budget}tok = greedy fill of a "
+        f"{budget}-token recall block; categories at the budget: {names}. Default: stemmed "
+        f"keywords, question words dropped, one date header per session; '- grouped block' "
+        f"counts each turn's archived '[date] speaker: text' on its own."
     )

@@ -5,9 +5,13 @@ find) a retriever ranks the archived turns. Two readings of the ranking:
 
 - **recall@k**: the share of the question's evidence turns among the top k.
 - **recall at a token budget**: the ranking is read in order and each turn is kept while the
-  running total of its estimated tokens (``ceil(len/3)``, the estimate memctx budgets with)
-  stays within the budget; a turn that does not fit is skipped and the next one tried, as
-  the recall block does. 2,000 tokens is about what Mem0 injects per question.
+  recall block that holds it still fits the budget; a turn that does not fit is skipped and
+  the next one tried. By default the block is what :func:`memctx._retrieval_render.
+  render_recall` makes of the kept turns (one date header per session, ``speaker: text``
+  lines), counted whole with the estimate memctx budgets with (``ceil(len/3)``); the older
+  reading, each turn's archived text ``[date] speaker: text`` counted on its own
+  (:func:`within_budget`), stays available for comparison. 2,000 tokens is about what Mem0
+  injects per question.
 
 Both are averaged over questions (each question counts once, whatever its number of
 evidence turns), overall and per category number.
@@ -21,14 +25,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memctx._locomo import Conversation, Question, Turn
+from memctx._retrieval_render import RecallHit, render_recall
 
-__all__ = ["KS", "RecallReport", "Retriever", "evaluate_retriever", "within_budget"]
+__all__ = [
+    "KS",
+    "Packer",
+    "RecallReport",
+    "Retriever",
+    "evaluate_retriever",
+    "per_turn_packer",
+    "rendered_packer",
+    "turn_hit",
+    "within_budget",
+]
 
 KS = (5, 10, 25, 50)
 
 # A retriever is built once per conversation and then ranks turn indices for a question.
 Retriever = Callable[[str], Sequence[int]]
 RetrieverFactory = Callable[[Conversation], Retriever]
+# A packer fills a budget from a ranking: (ranked turn indices, budget) -> the turns kept.
+Packer = Callable[[Sequence[int], int], Sequence[int]]
+PackerFactory = Callable[[Conversation], Packer]
 
 
 @dataclass
@@ -57,6 +75,39 @@ def within_budget(ranking: Sequence[int], costs: Sequence[int], budget: int) -> 
     return chosen
 
 
+def turn_hit(turn: Turn) -> RecallHit:
+    """A LoCoMo turn as the recall block shows it: under its session's date, by its speaker."""
+    return RecallHit(
+        text=turn.said or turn.text,  # a hand-made turn may carry only the archived text
+        session=str(turn.session),
+        date=turn.date,
+        speaker=turn.speaker if turn.said else "",
+        turn=turn.index,
+        time=turn.timestamp,
+    )
+
+
+def rendered_packer(conv: Conversation) -> Packer:
+    """Pack through :func:`~memctx._retrieval_render.render_recall` (the default)."""
+    hits = [turn_hit(t) for t in conv.turns]
+
+    def pack(ranking: Sequence[int], budget: int) -> list[int]:
+        block = render_recall([hits[i] for i in ranking], budget)
+        return [ranking[i] for i in block.included]
+
+    return pack
+
+
+def per_turn_packer(costs: Callable[[Turn], int]) -> PackerFactory:
+    """Pack by each turn's own cost (:func:`within_budget`), e.g. its archived text's."""
+
+    def factory(conv: Conversation) -> Packer:
+        turn_cost = [costs(t) for t in conv.turns]
+        return lambda ranking, budget: within_budget(ranking, turn_cost, budget)
+
+    return factory
+
+
 def _recall(found: set[str], evidence: Sequence[str]) -> float:
     return sum(1 for e in evidence if e in found) / len(evidence)
 
@@ -66,12 +117,23 @@ def evaluate_retriever(
     conversations: Sequence[Conversation],
     factory: RetrieverFactory,
     *,
-    costs: Callable[[Turn], int],
+    pack: PackerFactory = rendered_packer,
     budget: int = 2000,
     ks: Sequence[int] = KS,
     categories: Sequence[int] = (1, 2, 3, 4),
 ) -> RecallReport:
-    """Rank every question's turns with ``factory``'s retriever and measure evidence recall."""
+    """Rank every question's turns with ``factory``'s retriever and measure evidence recall.
+
+    Args:
+        name: The report's name.
+        conversations: The conversations; each gets its own retriever and packer.
+        factory: Builds a conversation's retriever.
+        pack: Builds a conversation's packer for the budget reading (default: the rendered
+            recall block; :func:`per_turn_packer` for costs per turn).
+        budget: Tokens for the budget reading.
+        ks: Cut-offs for recall@k.
+        categories: Question categories asked (LoCoMo's 5, adversarial, has no evidence).
+    """
     per_k: dict[int, list[float]] = defaultdict(list)
     at_budget: list[float] = []
     turns_used: list[int] = []
@@ -79,7 +141,7 @@ def evaluate_retriever(
     per_conv: dict[str, float] = {}
     for conv in conversations:
         retrieve = factory(conv)
-        turn_cost = [costs(t) for t in conv.turns]
+        packer = pack(conv)
         ids = [t.dia_id for t in conv.turns]
         conv_scores: list[float] = []
         for q in _questions(conv, categories):
@@ -88,7 +150,7 @@ def evaluate_retriever(
                 value = _recall({ids[i] for i in ranking[:k]}, q.evidence)
                 per_k[k].append(value)
                 by_cat[q.category][f"@{k}"].append(value)
-            chosen = within_budget(ranking, turn_cost, budget)
+            chosen = packer(ranking, budget)
             value = _recall({ids[i] for i in chosen}, q.evidence)
             at_budget.append(value)
             conv_scores.append(value)

@@ -9,7 +9,15 @@ import pytest
 from conftest import dataset_path
 
 from memctx._locomo import load_locomo, normalise_evidence
-from memctx._retrieval_eval import evaluate_retriever, within_budget
+from memctx._locomo_bench import DEFAULT_METHOD, METHODS, run_locomo
+from memctx._locomo_loo import leave_one_out
+from memctx._retrieval_eval import (
+    evaluate_retriever,
+    per_turn_packer,
+    rendered_packer,
+    turn_hit,
+    within_budget,
+)
 
 
 def test_malformed_evidence_ids_are_repaired() -> None:
@@ -65,6 +73,7 @@ def test_load_keeps_dates_speakers_and_captions(tmp_path: Path) -> None:
     assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D2:1"]
     assert conv.turns[0].text == "[8 May 2023] Ann: I adopted a cat named Miso."
     assert conv.turns[1].text.endswith("[photo: a cat]")
+    assert (conv.turns[1].said, conv.turns[1].date) == ("Nice! [photo: a cat]", "8 May 2023")
     assert conv.turns[2].timestamp > conv.turns[0].timestamp
     assert conv.questions[1].evidence == ("D2:1",)
     assert (conv.evidence_fixed, conv.evidence_dropped) == (1, 1)
@@ -74,13 +83,59 @@ def test_recall_metric_on_a_known_ranking(tmp_path: Path) -> None:
     convs = load_locomo(_tiny(tmp_path))
     # A retriever that always ranks turn 2, then 1, then 0.
     report = evaluate_retriever(
-        "fixed", convs, lambda _c: lambda _q: [2, 1, 0], costs=lambda t: 10, budget=20, ks=(1, 3)
+        "fixed",
+        convs,
+        lambda _c: lambda _q: [2, 1, 0],
+        pack=per_turn_packer(lambda t: 10),
+        budget=20,
+        ks=(1, 3),
     )
     assert report.questions == 2  # category 5 is skipped
     assert report.at_k[1] == pytest.approx(0.5)  # question 2 found at rank 1, question 1 not
     assert report.at_k[3] == pytest.approx(1.0)
     assert report.at_budget == pytest.approx(0.5)  # two turns fit: 2 and 1
     assert report.by_category[4]["budget"] == 0.0 and report.by_category[1]["budget"] == 1.0
+
+
+def test_the_default_budget_reading_counts_the_rendered_block(tmp_path: Path) -> None:
+    (conv,) = load_locomo(_tiny(tmp_path))
+    pack = rendered_packer(conv)
+    # The block for turns 2 then 0: both sessions under their dates, chronologically.
+    block = "[8 May 2023]\nAnn: I adopted a cat named Miso.\n[9 June 2023]\nAnn: Miso likes tuna."
+    assert pack([2, 0, 1], budget=len(block) // 3 + 1) == [2, 0]
+    assert pack([2, 0, 1], budget=1000) == [2, 0, 1]
+    assert pack([2, 0, 1], budget=5) == []
+    hit = turn_hit(conv.turns[1])
+    assert (hit.text, hit.speaker, hit.session, hit.date) == (
+        "Nice! [photo: a cat]",
+        "Bo",
+        "1",
+        "8 May 2023",
+    )
+
+
+def test_the_bench_runs_every_method_on_a_tiny_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reports = run_locomo(_tiny(tmp_path), embedders=("hash",), cache_dir=tmp_path / "cache")
+    assert [r.name.split(maxsplit=1)[1] for r in reports] == [m.name.strip() for m in METHODS]
+    default = reports[METHODS.index(DEFAULT_METHOD)]
+    # The whole tiny archive fits in 2,000 tokens, so every evidence turn is in the block.
+    assert default.at_budget == pytest.approx(1.0)
+    assert "memctx default" in capsys.readouterr().out
+
+
+def test_leave_one_out_scores_each_conversation_with_weights_chosen_on_the_others() -> None:
+    scores = {
+        (0.0, 0.0): {"a": 0.5, "b": 0.5, "c": 0.9},
+        (0.5, 0.5): {"a": 0.6, "b": 0.6, "c": 0.1},
+    }
+    result = leave_one_out(scores, fixed=(0.5, 0.5))
+    # Without c the pair 0.5/0.5 wins; without a (or b), 0.0/0.0 (0.7 vs 0.35 on the rest).
+    assert result.chosen == {"a": (0.0, 0.0), "b": (0.0, 0.0), "c": (0.5, 0.5)}
+    assert result.held_out == {"a": 0.5, "b": 0.5, "c": 0.1}
+    assert result.mean == pytest.approx(1.1 / 3)
+    assert result.fixed_mean == pytest.approx(1.3 / 3)
 
 
 @pytest.mark.dataset
