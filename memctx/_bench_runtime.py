@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memctx._bench_corpus import make_corpus
+from memctx._bench_corpus import T_END, make_corpus
 from memctx._config import MemoryContextConfig
 from memctx._raw_store import RawStore
 from memctx._runtime import MemoryContext
@@ -77,8 +77,10 @@ def _fill_store(directory: Path, n: int, seed: int) -> None:
     from memctx._embeddings import HashEmbedder
 
     items = make_corpus(n, seed=seed)
+    shift = time.time() - T_END  # the corpus ends "now", so age eviction keeps it all
     for item in items:
         item["session_id"] = SESSION
+        item["timestamp"] += shift
     with RawStore(directory, embedder=HashEmbedder(), eviction_days=None) as store:
         for start in range(0, n, 2000):
             store.add_many(items[start : start + 2000])
@@ -106,16 +108,24 @@ def run_runtime_bench(
     with tempfile.TemporaryDirectory(prefix="memctx-bench-rt-") as tmp:
         root = Path(tmp)
         _fill_store(root, n_archived, seed)
-        history = make_session(n_context, seed)
+        full = make_session(n_context, seed)
         config = MemoryContextConfig(enabled=True, knowledge_extraction=False)
         with MemoryContext(
             config, store_dir=root, session_id=SESSION, context_window_tokens=200_000
         ) as mem:
+            # The session grows turn by turn, as a real one does: each message is trimmed
+            # (and archived) once, when it first falls out, not all at once.
             start = time.perf_counter()
-            mem.on_context(history)  # first overflow: archives ~1,000 trimmed messages once
-            first = (time.perf_counter() - start) * 1000.0
+            history = full[:1]
+            for end in range(5, len(full) + 1, 4):
+                history = full[:end]
+                mem.on_context(history)
+            first = (time.perf_counter() - start) * 1000.0 / max(1, len(full) // 4)
+            before = dict(mem.stats()["counts"])
             fast = _measure(mem.on_context, history, turns, seed)
             stats = mem.stats()
+            for name in ("trims", "recalls"):
+                stats["counts"][name] = stats["counts"].get(name, 0) - before.get(name, 0)
             naive_hook = NaiveSeedHook(mem)
             naive = _measure(naive_hook, history, max(turns // 8, 3), seed + 1)
     p50, p95 = statistics.median(fast), _pct(fast, 0.95)
@@ -123,7 +133,7 @@ def run_runtime_bench(
     result = {
         "messages": len(history),
         "archived_segments": stats.get("raw_store", {}).get("segments"),
-        "first_overflow_ms": first,
+        "growth_mean_ms": first,
         "p50_ms": p50,
         "p95_ms": p95,
         "naive_p50_ms": naive_p50,
@@ -138,7 +148,7 @@ def run_runtime_bench(
     for name, value, target in (("p50", p50, TARGET_P50_MS), ("p95", p95, TARGET_P95_MS)):
         verdict = "PASS" if value <= target else "MISS"
         print(f"  {name} {value:7.2f} ms   target <= {target:.0f} ms   {verdict}")
-    print(f"  first overflow (archives the trimmed backlog once): {first:.0f} ms")
+    print(f"  growing the session to {n_context} messages: {first:.1f} ms per turn on average")
     print(
         f"  seed's per-turn approach rebuilt naively (fresh BM25 + token counts each turn): "
         f"p50 {naive_p50:.1f} ms -> memctx is {result['speedup']:.1f}x faster"

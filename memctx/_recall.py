@@ -109,22 +109,25 @@ def detail_items(
     ``exclude_ids`` names segments whose message is in the context being sent: recalling
     them would spend the cap on text the model already sees.
     """
-    hits = search_store(
-        store,
-        query,
-        limit=limit + len(exclude_ids),
-        session_id=session_id,
-        cross_session=cross_session,
-        params=params,
-    )
     out: list[RecallItem] = []
-    with store.lock:
-        for hit in hits:
-            segment = store.get(hit.key)
-            if segment.id in exclude_ids:
-                continue
-            label = detail_label(segment.timestamp, segment.role)
-            out.append(RecallItem("detail", segment.content, hit.score, label, segment.id))
-            if len(out) >= limit:
+    want = limit + len(exclude_ids)  # usually one search: the pool is bounded anyway
+    while True:
+        hits = search_store(
+            store,
+            query,
+            limit=want,
+            session_id=session_id,
+            cross_session=cross_session,
+            params=params,
+        )
+        with store.lock:
+            # Metadata first: no file read for segments that are skipped.
+            fresh = [h for h in hits if store.segment(h.key).id not in exclude_ids]
+            if len(fresh) >= limit or len(hits) < want:
+                for hit in fresh[:limit]:
+                    segment = store.get(hit.key)
+                    label = detail_label(segment.timestamp, segment.role)
+                    out.append(RecallItem("detail", segment.content, hit.score, label, segment.id))
                 break
+        want *= 4  # most of the best hits are still in the context: look further
     return out

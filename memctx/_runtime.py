@@ -32,11 +32,11 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memctx._anatomy import InfoCache, RoleKind, is_recalled_block
+from memctx._anatomy import InfoCache, RoleKind
 from memctx._config import MemoryContextConfig
 from memctx._embeddings import Embedder
 from memctx._pairing import pairing_violations, repair_tool_pairing
@@ -47,6 +47,7 @@ from memctx._runtime_stats import HookTimer
 from memctx._search import SearchParams
 from memctx._tokens import TokenCounter
 from memctx._trim import TrimCache, is_compaction_summary, smart_trim
+from memctx._trim_scoring import KnownInfos, MessageFacts
 from memctx._worker import BackgroundWorker
 
 __all__ = ["MemoryContext"]
@@ -245,11 +246,23 @@ class MemoryContext:
         _check_messages(messages)
         if not self.config.enabled:
             return messages
-        base = [m for m in messages if not is_recalled_block(m)]
-        query = build_query(base, self._infos)
         count = self._tokens.count_message
-        total = sum(count(m) for m in base)
+        # One reading per turn, shared with smart trim: for the usual input (last turn's
+        # list plus new messages) only the new messages are read.
+        with self._trim_cache.lock:
+            facts = list(self._trim_cache.read(messages, count).facts)
+        if any(f.recalled for f in facts):
+            pairs = [(m, f) for m, f in zip(messages, facts, strict=True) if not f.recalled]
+            base = [m for m, _ in pairs]
+            facts = [f for _, f in pairs]
+        else:
+            base = list(messages)
+        known = {id(m): f for m, f in zip(base, facts, strict=True)}
+        infos = KnownInfos({k: f.info for k, f in known.items()})
+        query = build_query(base, infos)
+        total = sum(f.tokens for f in facts)
         kept = base
+        trimmed = False
         overflow = total > self.window - self.config.reserve_tokens
         if total > self.safe_limit and (len(query.strip()) >= 3 or overflow):
             result = smart_trim(
@@ -262,23 +275,33 @@ class MemoryContext:
                 force=overflow,
             )
             kept = result.kept
+            total = result.tokens_after
+            trimmed = True
             if result.did_trim:
                 self._counts["trims"] += 1
                 self._counts["trimmed_messages"] += len(result.trimmed)
-                self._archive.trimmed(result.trimmed, messages)
+                self._archive.trimmed(result.trimmed, messages, known)
                 # Ask with what the model will see: the same query next turn on this output,
                 # which keeps the hook idempotent even if an old user message was trimmed.
-                query = build_query(kept, self._infos)
-        block = self._recall(query, kept) if len(query.strip()) >= 3 else None
-        out = _insert(kept, block, self._infos)
-        if pairing_violations(out, cache=self._infos):
+                query = build_query(kept, infos)
+        block = self._recall(query, kept, known) if len(query.strip()) >= 3 else None
+        out = _insert(kept, block, infos)
+        if block is not None:
+            total += count(block)
+        # After a trim its own repair ran, and the block goes before any call, so only an
+        # untrimmed input (the agent's own list) can still hold a broken pair.
+        if not trimmed and pairing_violations(out, cache=infos):
             self._counts["pairing_repairs"] += 1
-            out = repair_tool_pairing(out, cache=self._infos)
-        if sum(count(m) for m in out) > self.window:
+            out = repair_tool_pairing(out, cache=infos)
+            total = sum(count(m) for m in out)
+        if total > self.window:
             self._counts["over_window"] += 1  # the protected messages alone do not fit
         return out
 
-    def _recall(self, query: str, kept: Sequence[dict[str, Any]]) -> RecallBlock | None:
+    def _recall(
+        self, query: str, kept: Sequence[dict[str, Any]], known: Mapping[int, MessageFacts]
+    ) -> dict[str, Any] | None:
+        """The recall message for this turn, or ``None`` when nothing relevant fits."""
         knowledge = (
             knowledge_items(self._archive.knowledge, query, self.config.knowledge_search_limit)
             if self._archive.has_knowledge()
@@ -293,11 +316,12 @@ class MemoryContext:
                 cross_session=self.config.cross_session,
                 params=self._params,
                 limit=_DETAIL_CANDIDATES,
-                exclude_ids=self._archive.segments_in(kept),
+                exclude_ids=self._archive.segments_in(kept, known),
             )
         details += self._archive.pending_items(query, _DETAIL_CANDIDATES)
         # The cap holds for the message as sent, so its framing comes off the text budget.
-        framing = self._tokens.count_message(recall_message(_EMPTY_BLOCK, kept))
+        like = kept[-5:]  # the shape (Gemini parts or content) of the latest messages
+        framing = self._tokens.count_message(recall_message(_EMPTY_BLOCK, like))
         block = build_recall_block(
             knowledge,
             details,
@@ -305,10 +329,11 @@ class MemoryContext:
             knowledge_share=self.config.knowledge_share,
             count=self._tokens.count_text,
         )
-        if block is not None:
-            self._counts["recalls"] += 1
-            self._counts["recall_tokens"] += block.tokens
-        return block
+        if block is None:
+            return None
+        self._counts["recalls"] += 1
+        self._counts["recall_tokens"] += block.tokens
+        return recall_message(block, like)
 
 
 def _check_messages(messages: object) -> None:
@@ -320,7 +345,7 @@ def _check_messages(messages: object) -> None:
 
 
 def _insert(
-    kept: list[dict[str, Any]], block: RecallBlock | None, infos: InfoCache
+    kept: list[dict[str, Any]], block: dict[str, Any] | None, infos: InfoCache
 ) -> list[dict[str, Any]]:
     """``kept`` with the block after the leading system messages and a compaction summary."""
     if block is None:
@@ -330,4 +355,4 @@ def _insert(
         at += 1
     if at < len(kept) and is_compaction_summary(kept[at]):
         at += 1
-    return [*kept[:at], recall_message(block, kept), *kept[at:]]
+    return [*kept[:at], block, *kept[at:]]

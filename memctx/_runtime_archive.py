@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from memctx._raw_store_io import validate_session_id
 from memctx._recall_block import RecallItem, detail_label
 from memctx._redact import Redactor
 from memctx._text import tokenize
+from memctx._trim_scoring import MessageFacts
 from memctx._worker import BackgroundWorker
 
 __all__ = ["Archive", "archive_text", "message_time"]
@@ -109,9 +110,10 @@ class Archive:
         self._raw: RawStore | None = None
         self._knowledge: KnowledgeStore | None = None
         self._mutex = threading.Lock()  # guards the two dicts below against the worker
-        self._seg_of: dict[int, str] = {}  # message key -> segment id ("" if unknown)
-        self._pending: dict[int, dict[str, Any]] = {}  # message key -> item not yet stored
+        self._seg_of: dict[Hashable, str] = {}  # message key -> segment id ("" if unknown)
+        self._pending: dict[Hashable, dict[str, Any]] = {}  # message key -> not yet stored
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
+        self._done_ids: dict[int, object] = {}  # id -> message dict already archived
         self.counts: Counter[str] = Counter()
         self.extraction: dict[str, float] = {}
 
@@ -179,42 +181,76 @@ class Archive:
         self._keys[id(message)] = (message, fingerprint, key)
         return key
 
-    def segments_in(self, messages: Iterable[dict[str, Any]]) -> set[str]:
+    def key_of(self, message: dict[str, Any], known: Mapping[int, MessageFacts]) -> Hashable:
+        """The archive key of ``message``: its trim-cache reading when this turn has one
+        (no fingerprinting: the turn already read it), else role + text."""
+        facts = known.get(id(message))
+        return ("f", facts.key) if facts is not None else ("h", self.message_key(message))
+
+    def segments_in(
+        self, messages: Iterable[dict[str, Any]], known: Mapping[int, MessageFacts]
+    ) -> set[str]:
         """Ids of archived segments whose message is among ``messages``."""
+        keys = {self.key_of(m, known) for m in messages}
         with self._mutex:
-            found = {self._seg_of.get(self.message_key(m), "") for m in messages}
-        found.discard("")
+            found = {seg for key, seg in self._seg_of.items() if seg and key in keys}
         return found
 
-    def trimmed(self, trimmed: Sequence[dict[str, Any]], context: Sequence[object]) -> None:
+    def trimmed(
+        self,
+        trimmed: Sequence[dict[str, Any]],
+        context: Sequence[object],
+        known: Mapping[int, MessageFacts],
+    ) -> None:
         """Archive messages smart trim removed; their turn is their index in ``context``."""
+        # Most of them were trimmed (and archived) on earlier turns too: skip those by
+        # identity before anything else, the hook runs every turn.
+        done = self._done_ids
+        fresh = [m for m in trimmed if done.get(id(m)) is not m]
+        if not fresh:
+            return
         turn_of = {id(m): i for i, m in enumerate(context)}
-        self._store((m, turn_of.get(id(m))) for m in trimmed)
+        self._store(((m, turn_of.get(id(m))) for m in fresh), known)
+        if len(done) > 200_000:
+            done.clear()
+        with self._mutex:
+            for m in fresh:
+                key = self.key_of(m, known)
+                if key in self._seg_of or key in self._pending:
+                    done[id(m)] = m  # held, so its id cannot be reused
 
     def compacted(self, messages: Sequence[dict[str, Any]]) -> None:
         """Archive messages about to be compacted, then queue knowledge extraction."""
-        ids = self._store((m, i) for i, m in enumerate(messages))
+        ids = self._store(((m, i) for i, m in enumerate(messages)), {})
         if self._config.knowledge_extraction:
             batch = [m for m in messages if not is_recalled_block(m)]
             if batch:
                 self._worker.submit(lambda: self._extract(batch, ids), "extraction")
                 self.counts["extractions_queued"] += 1
 
-    def _store(self, pairs: Iterable[tuple[dict[str, Any], int | None]]) -> list[str]:
-        keys: list[int] = []
+    def _store(
+        self,
+        pairs: Iterable[tuple[dict[str, Any], int | None]],
+        known: Mapping[int, MessageFacts],
+    ) -> list[str]:
+        keys: list[Hashable] = []
         items: list[dict[str, Any]] = []
         now = self._clock()
         with self._mutex:
+            seen = set(keys)
             for message, turn in pairs:
-                if is_recalled_block(message):
+                key = self.key_of(message, known)
+                if key in self._seg_of or key in self._pending or key in seen:
+                    continue  # archived on an earlier turn: the usual case, keep it cheap
+                facts = known.get(id(message))
+                if facts.recalled if facts is not None else is_recalled_block(message):
                     self.counts["recalled_blocks_skipped"] += 1
                     continue
-                key = self.message_key(message)
-                if key in self._seg_of or key in self._pending or key in keys:
-                    continue
-                info = self._infos.info(message)
+                seen.add(key)
+                info = facts.info if facts is not None else self._infos.info(message)
                 text = archive_text(info)
                 if not text.strip():
+                    self._seg_of[key] = ""  # nothing to archive; do not look again
                     continue
                 item = {
                     "session_id": self._session,
@@ -234,7 +270,7 @@ class Archive:
         self._worker.submit(lambda: self._write(keys, items), "archive")
         return []
 
-    def _write(self, keys: list[int], items: list[dict[str, Any]]) -> list[str]:
+    def _write(self, keys: list[Hashable], items: list[dict[str, Any]]) -> list[str]:
         try:
             segments = self.raw.add_many(items)
         finally:

@@ -129,6 +129,11 @@ def main() -> None:
         print("\n== raw store, 20,000 segments ==")
         run_store_bench()
 
+    from memctx._bench_runtime import run_runtime_bench
+
+    print("\n== context hook, 2,000 messages, 20,000 archived segments ==")
+    run_runtime_bench()
+
     locomo = _datasets() / "locomo" / "locomo7.json"
     if not locomo.exists():
         print(f"\nLoCoMo: {locomo} not found; set MEMCTX_DATASETS to the datasets folder")
