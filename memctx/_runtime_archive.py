@@ -38,7 +38,7 @@ from memctx._anatomy import (
 from memctx._bm25 import BM25Index
 from memctx._config import MemoryContextConfig
 from memctx._embeddings import Embedder, make_embedder
-from memctx._knowledge import KnowledgeStore
+from memctx._knowledge import KNOWLEDGE_FILE, KnowledgeStore
 from memctx._memory_search import memory_search
 from memctx._raw_store import RawStore
 from memctx._raw_store_io import validate_session_id
@@ -152,7 +152,11 @@ class Archive:
         return len(self.raw) > 0
 
     def has_knowledge(self) -> bool:
-        return bool(self.knowledge.stats().get("live", 1))
+        """Whether a knowledge search can find anything (one ``stat``, no lock, per turn)."""
+        try:
+            return (self._dir / KNOWLEDGE_FILE).stat().st_size > 0
+        except OSError:
+            return False
 
     @property
     def cheap_embedder(self) -> bool:
