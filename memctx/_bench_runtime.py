@@ -1,9 +1,11 @@
 """``make bench``: the context hook at scale, against the seed's per-turn approach rebuilt naively.
 
-Set-up (seeded): a raw store of 20,000 archived ~900-character segments (hash embeddings,
-all of this session) and a coding session of 2,000 messages (user requests, assistant text
-with tool calls in Anthropic shape, tool results of 200–5,000 characters), far over a 200K
-window, so smart trim runs on every turn. Each measured turn appends a user request, a tool
+Set-up (seeded): a raw store of 20,000 archived ~900-character segments of 50 earlier
+sessions (hash embeddings) and a coding session that grows turn by turn to 2,000 messages
+(user requests, assistant text with tool calls in Anthropic shape, tool results of
+200–5,000 characters), far over a 200K window, so smart trim runs on every turn. Two cases:
+the default (``crossSession`` off: the session sees its own archive) and ``crossSession`` on
+(every one of the 20,000+ segments is searched). Each measured turn appends a user request, a tool
 call, its result and a reply, then calls ``on_context`` with the whole history, as agents do.
 
 The baseline is what the seed's TypeScript does per turn, in Python with no caches: estimate
@@ -15,6 +17,7 @@ in the same process on the same data; the ratio is what ``make bench`` prints.
 from __future__ import annotations
 
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memctx._bench_corpus import T_END, make_corpus
+from memctx._bench_runtime_naive import NaiveSeedHook
 from memctx._config import MemoryContextConfig
 from memctx._raw_store import RawStore
 from memctx._runtime import MemoryContext
@@ -74,12 +78,12 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _fill_store(directory: Path, n: int, seed: int) -> None:
+    """``n`` archived segments of 50 earlier sessions, ending now (age eviction keeps them)."""
     from memctx._embeddings import HashEmbedder
 
     items = make_corpus(n, seed=seed)
-    shift = time.time() - T_END  # the corpus ends "now", so age eviction keeps it all
+    shift = time.time() - T_END
     for item in items:
-        item["session_id"] = SESSION
         item["timestamp"] += shift
     with RawStore(directory, embedder=HashEmbedder(), eviction_days=None) as store:
         for start in range(0, n, 2000):
@@ -99,62 +103,88 @@ def _measure(hook: Callable[[list[dict[str, Any]]], object], history: list[dict[
     return out
 
 
+def _run_case(
+    root: Path, full: list[dict[str, Any]], *, cross_session: bool, turns: int, seed: int,
+    naive_turns: int,
+) -> dict[str, Any]:  # fmt: skip
+    config = MemoryContextConfig(
+        enabled=True, knowledge_extraction=False, cross_session=cross_session
+    )
+    with MemoryContext(
+        config, store_dir=root, session_id=SESSION, context_window_tokens=200_000
+    ) as mem:
+        # The session grows turn by turn, as a real one does: each message is trimmed (and
+        # archived) once, when it first falls out, not all at once.
+        start = time.perf_counter()
+        history = full[:1]
+        for end in range(5, len(full) + 1, 4):
+            history = full[:end]
+            mem.on_context(history)
+        growth = (time.perf_counter() - start) * 1000.0 / max(1, len(full) // 4)
+        before = dict(mem.stats()["counts"])
+        fast = _measure(mem.on_context, history, turns, seed)
+        after = mem.stats()
+        naive = _measure(NaiveSeedHook(mem), history, naive_turns, seed + 1) if naive_turns else []
+    p50 = statistics.median(fast)
+    naive_p50 = statistics.median(naive) if naive else float("nan")
+    return {
+        "cross_session": cross_session,
+        "messages": len(history),
+        "archived_segments": after.get("raw_store", {}).get("segments"),
+        "growth_mean_ms": growth,
+        "p50_ms": p50,
+        "p95_ms": _pct(fast, 0.95),
+        "naive_p50_ms": naive_p50,
+        "speedup": naive_p50 / p50 if naive else float("nan"),
+        "trims": after["counts"].get("trims", 0) - before.get("trims", 0),
+        "recalls": after["counts"].get("recalls", 0) - before.get("recalls", 0),
+    }
+
+
 def run_runtime_bench(
     n_context: int = 2_000, n_archived: int = 20_000, turns: int = 40, seed: int = 0
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
     """Measure and print ``on_context`` p50/p95 and the ratio to the naive baseline."""
-    from memctx._bench_runtime_naive import NaiveSeedHook
-
+    results = []
     with tempfile.TemporaryDirectory(prefix="memctx-bench-rt-") as tmp:
-        root = Path(tmp)
-        _fill_store(root, n_archived, seed)
+        filled = Path(tmp) / "filled"
+        _fill_store(filled, n_archived, seed)
         full = make_session(n_context, seed)
-        config = MemoryContextConfig(enabled=True, knowledge_extraction=False)
-        with MemoryContext(
-            config, store_dir=root, session_id=SESSION, context_window_tokens=200_000
-        ) as mem:
-            # The session grows turn by turn, as a real one does: each message is trimmed
-            # (and archived) once, when it first falls out, not all at once.
-            start = time.perf_counter()
-            history = full[:1]
-            for end in range(5, len(full) + 1, 4):
-                history = full[:end]
-                mem.on_context(history)
-            first = (time.perf_counter() - start) * 1000.0 / max(1, len(full) // 4)
-            before = dict(mem.stats()["counts"])
-            fast = _measure(mem.on_context, history, turns, seed)
-            stats = mem.stats()
-            for name in ("trims", "recalls"):
-                stats["counts"][name] = stats["counts"].get(name, 0) - before.get(name, 0)
-            naive_hook = NaiveSeedHook(mem)
-            naive = _measure(naive_hook, history, max(turns // 8, 3), seed + 1)
-    p50, p95 = statistics.median(fast), _pct(fast, 0.95)
-    naive_p50 = statistics.median(naive)
-    result = {
-        "messages": len(history),
-        "archived_segments": stats.get("raw_store", {}).get("segments"),
-        "growth_mean_ms": first,
-        "p50_ms": p50,
-        "p95_ms": p95,
-        "naive_p50_ms": naive_p50,
-        "speedup": naive_p50 / p50 if p50 else float("inf"),
-        "trims": stats["counts"].get("trims", 0),
-        "recalls": stats["counts"].get("recalls", 0),
-    }
-    print(
-        f"on_context, {result['messages']} messages in context, "
-        f"{result['archived_segments']} archived segments (hash), {turns} turns:"
-    )
-    for name, value, target in (("p50", p50, TARGET_P50_MS), ("p95", p95, TARGET_P95_MS)):
-        verdict = "PASS" if value <= target else "MISS"
-        print(f"  {name} {value:7.2f} ms   target <= {target:.0f} ms   {verdict}")
-    print(f"  growing the session to {n_context} messages: {first:.1f} ms per turn on average")
-    print(
-        f"  seed's per-turn approach rebuilt naively (fresh BM25 + token counts each turn): "
-        f"p50 {naive_p50:.1f} ms -> memctx is {result['speedup']:.1f}x faster"
-    )
-    print(f"  trims {result['trims']}, recalls {result['recalls']} of {turns} turns")
-    return result
+        for cross in (False, True):
+            root = Path(tmp) / f"case-{cross}"
+            shutil.copytree(filled, root)
+            results.append(
+                _run_case(
+                    root,
+                    full,
+                    cross_session=cross,
+                    turns=turns,
+                    seed=seed,
+                    naive_turns=0 if cross else max(turns // 8, 3),
+                )
+            )
+    for r in results:
+        scope = (
+            "every segment visible (crossSession on)"
+            if r["cross_session"]
+            else "own session visible (crossSession off, the default)"
+        )
+        print(
+            f"on_context, {r['messages']} messages in context, {r['archived_segments']} "
+            f"archived segments (hash), {scope}, {turns} turns:"
+        )
+        for name, target in (("p50", TARGET_P50_MS), ("p95", TARGET_P95_MS)):
+            value = r[f"{name}_ms"]
+            verdict = "PASS" if value <= target else "MISS"
+            print(f"  {name} {value:7.2f} ms   target <= {target:.0f} ms   {verdict}")
+        print(f"  growing the session to {n_context} messages: {r['growth_mean_ms']:.1f} ms/turn")
+        if not r["cross_session"]:
+            print(
+                "  seed's per-turn approach rebuilt naively (fresh BM25 + token counts each "
+                f"turn): p50 {r['naive_p50_ms']:.1f} ms -> memctx is {r['speedup']:.1f}x faster"
+            )
+        print(f"  trims {r['trims']}, recalls {r['recalls']} of {turns} turns")
+    return results
 
 
 if __name__ == "__main__":

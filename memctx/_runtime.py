@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memctx._anatomy import InfoCache, RoleKind
+from memctx._anatomy import InfoCache, MessageInfo, RoleKind, inspect_message
 from memctx._config import MemoryContextConfig
 from memctx._embeddings import Embedder
 from memctx._pairing import pairing_violations, repair_tool_pairing
@@ -257,8 +257,8 @@ class MemoryContext:
             facts = [f for _, f in pairs]
         else:
             base = list(messages)
-        known = {id(m): f for m, f in zip(base, facts, strict=True)}
-        infos = KnownInfos({k: f.info for k, f in known.items()})
+        known = dict(zip(map(id, base), facts, strict=True))
+        infos = _FactsInfos(known)
         query = build_query(base, infos)
         total = sum(f.tokens for f in facts)
         kept = base
@@ -334,6 +334,18 @@ class MemoryContext:
         self._counts["recalls"] += 1
         self._counts["recall_tokens"] += block.tokens
         return recall_message(block, like)
+
+
+class _FactsInfos(KnownInfos):
+    """Anatomy readings straight from this turn's trim-cache facts (no copy of the map)."""
+
+    def __init__(self, known: Mapping[int, MessageFacts]) -> None:
+        super().__init__({})
+        self._facts = known
+
+    def info(self, message: object) -> MessageInfo:
+        found = self._facts.get(id(message))
+        return found.info if found is not None else inspect_message(message)
 
 
 def _check_messages(messages: object) -> None:

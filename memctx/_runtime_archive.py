@@ -192,10 +192,14 @@ class Archive:
         return ("f", facts.key) if facts is not None else ("h", self.message_key(message))
 
     def segments_in(
-        self, messages: Iterable[dict[str, Any]], known: Mapping[int, MessageFacts]
+        self, messages: Sequence[dict[str, Any]], known: Mapping[int, MessageFacts]
     ) -> set[str]:
         """Ids of archived segments whose message is among ``messages``."""
-        keys = {self.key_of(m, known) for m in messages}
+        read = [known.get(id(m)) for m in messages]
+        keys: set[Hashable] = {("f", f.key) for f in read if f is not None}
+        keys.update(
+            self.key_of(m, known) for m, f in zip(messages, read, strict=True) if f is None
+        )
         with self._mutex:
             found = {seg for key, seg in self._seg_of.items() if seg and key in keys}
         return found
