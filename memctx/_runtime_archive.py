@@ -197,9 +197,7 @@ class Archive:
         """Ids of archived segments whose message is among ``messages``."""
         read = [known.get(id(m)) for m in messages]
         keys: set[Hashable] = {("f", f.key) for f in read if f is not None}
-        keys.update(
-            self.key_of(m, known) for m, f in zip(messages, read, strict=True) if f is None
-        )
+        keys.update(self.key_of(m, known) for m, f in zip(messages, read, strict=True) if f is None)
         with self._mutex:
             found = {seg for key, seg in self._seg_of.items() if seg and key in keys}
         return found
