@@ -5,8 +5,9 @@ Files in ``store_dir`` (nothing is created before the first add; reading never c
 - ``segments.jsonl``: one JSON record per segment (format: :mod:`memctx._raw_store_io`).
 - ``vectors.bin`` + ``vectors.meta.json``: VMEM v1 embeddings and the embedder that wrote
   them (:mod:`memctx._raw_store_vectors`).
-- ``segments.jsonl.lock``: the inter-process lock, ``filelock.FileLock`` (py-filelock, an
-  ``flock`` on Unix). It guards both data files.
+- ``segments.jsonl.lock``: the inter-process lock, an exclusive ``flock``
+  (:mod:`memctx._raw_store_lock`; the lock ``filelock.FileLock`` takes too). It guards both
+  data files.
 - ``bm25.cache``: the segments' BM25 term counts by content digest, so that a reopen need
   not tokenize them again (:mod:`memctx._raw_store_terms`). A pure cache: written at close,
   after a load or compaction when stale, ignored when stale or damaged.
@@ -49,7 +50,7 @@ import numpy as np
 from memctx._bm25 import BM25Index
 from memctx._embeddings import Embedder
 from memctx._errors import StoreError, VmemError
-from memctx._raw_store_base import O_CLOEXEC, RawStoreBase, read_runs
+from memctx._raw_store_base import O_CLOEXEC, RawStoreBase
 from memctx._raw_store_index import age_cutoff
 from memctx._raw_store_io import (
     Prepared,
@@ -61,6 +62,7 @@ from memctx._raw_store_io import (
     fsync_dir,
     path_ident,
     prepare_segment,
+    read_runs,
     rewrite_file,
     rollback,
     validate_session_id,
@@ -186,8 +188,18 @@ class RawStore(RawStoreBase):
 
     def _writer(self) -> int:
         """The append descriptor, for the very file the in-memory offsets refer to."""
-        check_inside(self._dir, self._seg_path)
         ident = path_ident(self._seg_path)
+        wfd = self._wfd
+        if (
+            ident is not None
+            and ident == self._ident
+            and wfd is not None
+            and fd_ident(wfd) == ident
+        ):
+            # The file we opened, and checked, before (a symlink swapped in meanwhile would
+            # name another file): the common case of an add, two stats and no realpath walk.
+            return wfd
+        check_inside(self._dir, self._seg_path)
         if ident != self._ident:  # under the lock only an outside hand replaces the file
             self._load()
             ident = self._ident

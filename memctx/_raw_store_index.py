@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memctx._bm25 import BM25Index, TermCounts
+from memctx._raw_store_counts import TermCounter
 from memctx._raw_store_io import SegmentInfo
 from memctx._search import EpisodeIndex
 from memctx._vector_index import VectorIndex
@@ -82,17 +83,20 @@ class SegmentIndex:
 
     def add_many(
         self,
-        records: Sequence[tuple[SegmentInfo, tuple[int, int], bytes, list[str] | int]],
+        records: Sequence[tuple[SegmentInfo, tuple[int, int], bytes, str | int]],
         counts: TermCounts | None = None,
+        counter: TermCounter | None = None,
     ) -> list[int]:
         """:meth:`add` for each ``(info, loc, digest, doc)`` in turn, with BM25 in batches.
 
-        ``doc`` is the segment's tokens, or its row in ``counts`` (saved term counts of the
-        same content, see :mod:`memctx._raw_store_terms`).
+        ``doc`` is the segment's content, whose terms ``counter`` counts (a new one if not
+        given), or its row in ``counts`` (saved term counts of the same content, see
+        :mod:`memctx._raw_store_terms`).
         """
         keys = []
-        tokens_of: dict[int, list[str]] = {}
+        text_of: dict[int, str] = {}
         row_of: dict[int, int] = {}
+        counter = counter if counter is not None else TermCounter()
         for info, loc, digest, doc in records:
             key = self._add_meta(info, loc, digest)
             keys.append(key)
@@ -100,25 +104,28 @@ class SegmentIndex:
             # superseded within the batch is not live any more and is left out. The two
             # kinds are flushed in runs so that BM25 sees the documents in file order.
             if isinstance(doc, int):
-                if tokens_of:
-                    self._flush(tokens_of, row_of, counts)
+                if text_of:
+                    self._flush_texts(text_of, counter)
                 row_of[key] = doc
             else:
                 if row_of:
-                    self._flush(tokens_of, row_of, counts)
-                tokens_of[key] = doc
-        self._flush(tokens_of, row_of, counts)
+                    self._flush_rows(row_of, counts)
+                text_of[key] = doc
+        self._flush_texts(text_of, counter)
+        self._flush_rows(row_of, counts)
         return keys
 
-    def _flush(
-        self, tokens_of: dict[int, list[str]], row_of: dict[int, int], counts: TermCounts | None
-    ) -> None:
-        self.bm25.add_many((k, t) for k, t in tokens_of.items() if k in self.info)
+    def _flush_texts(self, text_of: dict[int, str], counter: TermCounter) -> None:
+        live = [k for k in text_of if k in self.info]
+        if live:
+            self.bm25.add_counts(live, counter.counts([text_of[k] for k in live]))
+        text_of.clear()
+
+    def _flush_rows(self, row_of: dict[int, int], counts: TermCounts | None) -> None:
         live = [k for k in row_of if k in self.info]
         if live:
             assert counts is not None
             self.bm25.add_counts(live, counts.take([row_of[k] for k in live]))
-        tokens_of.clear()
         row_of.clear()
 
     def digests(self, keys: Sequence[int]) -> list[bytes]:

@@ -1,42 +1,36 @@
-"""File-level pieces of the raw store: segment records, validation, streaming, appends, rewrites.
+"""File-level pieces of the raw store: streaming, appends, rewrites, and preparing new segments.
 
 :mod:`memctx._raw_store` holds the in-memory state and the locking protocol; this module only
-knows bytes and files, so each piece can be tested and reasoned about on its own.
-
-``segments.jsonl`` holds one JSON object per line, UTF-8, written compactly
-(``ensure_ascii=False``: Chinese text costs 3 bytes a character, not 6)::
-
-    {"id": "<uuid4>", "sessionId": "s1", "timestamp": 1718000000.25, "role": "user",
-     "content": "...", "tokens": 42,
-     "metadata": {"topics": ["database"], "entities": ["KeyError"], "turn": 7}}
-
-``timestamp`` is **epoch seconds as a JSON number** (UTC by definition, sub-second precision,
-and a float written by ``json`` reads back bit-for-bit, so a reopened store equals the one
-that wrote it). Readers also accept epoch milliseconds (any number above 10^11, the seed's
-``Date.now()``) and ISO-8601 strings (a missing zone means UTC), so hand-made or seed-made
-files load. ``turn`` sits in ``metadata`` beside the seed's ``topics`` and ``entities``.
+knows bytes and files, so each piece can be tested and reasoned about on its own. The record
+format and its types are in :mod:`memctx._raw_store_records` (re-exported here).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
-import json
 import logging
 import math
 import os
-import re
 import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from memctx._errors import StoreError
+from memctx._raw_store_records import (
+    Segment,
+    SegmentInfo,
+    clean_text,
+    decode_info,
+    decode_record,
+    dedup_digest,
+    encode_record,
+    validate_role,
+    validate_session_id,
+)
 from memctx._redact import Redactor
 from memctx._tagging import entities, topics
 from memctx._text import tokenize
@@ -53,6 +47,7 @@ __all__ = [
     "check_inside",
     "child_path",
     "clean_text",
+    "decode_info",
     "decode_record",
     "dedup_digest",
     "encode_record",
@@ -62,6 +57,7 @@ __all__ = [
     "iter_lines",
     "path_ident",
     "prepare_segment",
+    "read_runs",
     "rewrite_file",
     "rollback",
     "validate_role",
@@ -74,193 +70,6 @@ LOCK_FILE: Final = "segments.jsonl.lock"
 # A line longer than this is damage (a segment is a message of at most a few hundred KB); it
 # is skipped in bounded chunks instead of being read into memory whole.
 MAX_LINE_BYTES: Final = 32 * 1024 * 1024
-
-_SESSION_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-_ROLE_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_SURROGATE_RE: Final = re.compile(r"[\ud800-\udfff]")
-_UUID_RE: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_MS_THRESHOLD: Final = 1e11  # epoch seconds reach 1e11 in the year 5138; ms passed it in 1973
-
-
-def validate_session_id(session_id: object) -> str:
-    """Return ``session_id`` if it is a safe session id, else raise :class:`StoreError`.
-
-    Allowed: 1-128 characters from ``A-Z a-z 0-9 . _ : -``, not ``.`` or ``..``. Ids may end
-    up in file names (summary sidecars), so nothing that can name a directory or escape one.
-    """
-    if (
-        not isinstance(session_id, str)
-        or not _SESSION_RE.fullmatch(session_id)
-        or (session_id in (".", ".."))
-    ):
-        raise StoreError(
-            f"invalid session id {session_id!r}: use 1-128 characters from A-Z a-z 0-9 . _ : - "
-            "(not '.' or '..', no slashes or spaces)"
-        )
-    return session_id
-
-
-def validate_role(role: object) -> str:
-    """Return ``role`` if it is 1-64 characters from ``A-Z a-z 0-9 . _ : -``, else raise."""
-    if not isinstance(role, str) or not _ROLE_RE.fullmatch(role):
-        raise StoreError(
-            f"invalid role {role!r}: use 1-64 characters from A-Z a-z 0-9 . _ : - "
-            "(e.g. 'user', 'assistant', 'tool')"
-        )
-    return role
-
-
-def clean_text(text: str) -> str:
-    """Replace lone surrogates (invalid in UTF-8, e.g. from a cut emoji) with U+FFFD."""
-    if text.isascii():  # the common case, and a C-speed check: no surrogate possible
-        return text
-    return _SURROGATE_RE.sub("\ufffd", text) if _SURROGATE_RE.search(text) else text
-
-
-def dedup_digest(session_id: str, role: str, content: str) -> bytes:
-    """The seed's dedup key: ``sha256(sessionId + role + content)`` (plain concatenation)."""
-    return hashlib.sha256((session_id + role + content).encode("utf-8")).digest()
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentInfo:
-    """A segment without its content: what the store keeps in memory for every segment."""
-
-    id: str
-    session_id: str
-    timestamp: float
-    role: str
-    tokens: int
-    turn: int | None
-    topics: tuple[str, ...]
-    entities: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """One archived message (redacted), as stored in ``segments.jsonl``.
-
-    Attributes:
-        id: uuid4 string; also the vector's id in ``vectors.bin``.
-        session_id: The session that archived it.
-        timestamp: Epoch seconds (UTC).
-        role: The message role (``user``, ``assistant``, ``tool``...).
-        content: The redacted text.
-        tokens: ``estimate_tokens(content)``.
-        turn: The caller's turn number, if it gave one.
-        topics: Rule-based topic tags (:func:`memctx._tagging.topics`).
-        entities: Rule-based entity tags (:func:`memctx._tagging.entities`).
-    """
-
-    id: str
-    session_id: str
-    timestamp: float
-    role: str
-    content: str
-    tokens: int
-    turn: int | None
-    topics: tuple[str, ...]
-    entities: tuple[str, ...]
-
-    @property
-    def info(self) -> SegmentInfo:
-        """The segment's metadata (everything but the content)."""
-        return SegmentInfo(
-            self.id,
-            self.session_id,
-            self.timestamp,
-            self.role,
-            self.tokens,
-            self.turn,
-            self.topics,
-            self.entities,
-        )
-
-
-def encode_record(seg: Segment) -> bytes:
-    """The JSON line of ``seg``, newline included (``json`` escapes newlines inside strings)."""
-    record = {
-        "id": seg.id,
-        "sessionId": seg.session_id,
-        "timestamp": seg.timestamp,
-        "role": seg.role,
-        "content": seg.content,
-        "tokens": seg.tokens,
-        "metadata": {"topics": list(seg.topics), "entities": list(seg.entities), "turn": seg.turn},
-    }
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text + "\n").encode("utf-8")
-
-
-def _timestamp(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("timestamp is a boolean")
-    if isinstance(value, int | float):
-        stamp = float(value)
-        stamp = stamp / 1000.0 if abs(stamp) >= _MS_THRESHOLD else stamp
-    elif isinstance(value, str):
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        stamp = parsed.timestamp()
-    else:
-        raise ValueError(f"timestamp {value!r} is neither a number nor an ISO-8601 string")
-    if not math.isfinite(stamp):
-        raise ValueError("timestamp is not finite")
-    return stamp
-
-
-def _str_tuple(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        return ()
-    try:
-        # Tags repeat across segments: one shared string each. map() keeps this in C.
-        return tuple(map(sys.intern, value))
-    except TypeError:  # a hand-edited file with a non-string tag: keep the strings
-        return tuple(sys.intern(v) for v in value if isinstance(v, str))
-
-
-def decode_record(line: bytes) -> Segment:
-    """Parse one line of ``segments.jsonl`` (without its newline).
-
-    Raises:
-        ValueError: The line is not a valid segment record (bad JSON, missing or mistyped
-            field, invalid id, session id or role). The store skips and counts such lines.
-    """
-    try:
-        obj = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"not JSON: {exc}") from exc
-    if not isinstance(obj, dict):
-        raise ValueError("not a JSON object")
-    content = obj.get("content")
-    if not isinstance(content, str):
-        raise ValueError("content is missing or not a string")
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    turn = meta.get("turn", obj.get("turn"))
-    if isinstance(turn, bool) or not isinstance(turn, int | None):
-        raise ValueError("turn is not an integer")
-    tokens = obj.get("tokens")
-    try:
-        seg_id = obj.get("id")
-        if not isinstance(seg_id, str) or not _UUID_RE.fullmatch(seg_id):  # fast path: canonical
-            seg_id = str(uuid.UUID(str(seg_id)))
-        session_id = sys.intern(validate_session_id(obj.get("sessionId")))
-        role = sys.intern(validate_role(obj.get("role")))
-    except StoreError as exc:
-        raise ValueError(str(exc)) from exc
-    return Segment(
-        id=seg_id,
-        session_id=session_id,
-        timestamp=_timestamp(obj.get("timestamp")),
-        role=role,
-        content=clean_text(content),
-        tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0,
-        turn=turn,
-        topics=_str_tuple(meta.get("topics")),
-        entities=_str_tuple(meta.get("entities")),
-    )
 
 
 def iter_lines(fd: int, start: int) -> Iterator[tuple[int, int, bytes]]:
@@ -289,6 +98,20 @@ def iter_lines(fd: int, start: int) -> Iterator[tuple[int, int, bytes]]:
                 raw = b"\0\n" if raw else b"\0"  # no newline at all: an oversized torn tail
             yield offset, end, raw
             offset = end
+
+
+def read_runs(fd: int, locs: list[tuple[int, int]], most: int = 1 << 22) -> Iterator[bytes]:
+    """The lines at ``locs`` (offset, length without newline), newlines included, read as
+    runs of adjacent lines (most of a file being compacted is live: a few thousand reads
+    instead of one per line), at most ``most`` bytes a read."""
+    i = 0
+    while i < len(locs):
+        start, end = locs[i][0], locs[i][0] + locs[i][1] + 1
+        i += 1
+        while i < len(locs) and locs[i][0] == end and end - start < most:
+            end += locs[i][1] + 1
+            i += 1
+        yield os.pread(fd, end - start, start)
 
 
 def write_all(fd: int, data: bytes) -> None:

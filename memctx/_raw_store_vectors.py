@@ -30,7 +30,7 @@ from memctx._vmem import (
     VMEM_MAGIC,
     VMEM_VERSION,
     append_vmem,
-    iter_vmem,
+    iter_vmem_raw,
     vmem_entry_size,
     vmem_status,
     write_vmem,
@@ -141,20 +141,22 @@ class VectorFile:
         self._meta_ok = meta is not None
         if not self.path.exists():
             return VectorFileState(nothing, "the file is missing", False)
-        want = {seg_id: pos for pos, seg_id in enumerate(ids)}
+        # Ids are matched as their 16-byte forms: no UUID object or string per entry.
+        want = dict(zip(_split16(_uuid_bytes(ids)), range(len(ids)), strict=True))
         rows: list[int | None] = [None] * len(ids)
         try:
             entry = 0
-            for file_ids, matrix in iter_vmem(self.path, self.dim):
+            for raw_ids, matrix in iter_vmem_raw(self.path, self.dim):
                 found_at: dict[int, int] = {}  # position -> row in this chunk (the last wins)
-                for n, file_id in enumerate(file_ids):
-                    pos = want.get(str(file_id))
+                for n, pos in enumerate(map(want.get, _split16(raw_ids))):
                     if pos is not None:
                         found_at[pos] = n
                         rows[pos] = entry + n
                 if found_at:
-                    sink(list(found_at), matrix[list(found_at.values())])
-                entry += len(file_ids)
+                    picks = list(found_at.values())
+                    whole = picks == list(range(len(matrix)))  # usual: no 6 MB gather
+                    sink(list(found_at), matrix if whole else matrix[picks])
+                entry += len(matrix)
         except VmemError as exc:
             # An append cut short leaves whole entries before the damage (the count is
             # written last): keep those, so a crash costs a few embeddings, not all of them.
@@ -255,6 +257,11 @@ class VectorFile:
         write_vmem(self.path, _uuid_bytes(ids), matrix)
         self.dirty = False
         self._write_meta()
+
+
+def _split16(raw: bytes) -> list[bytes]:
+    """Concatenated 16-byte ids, one by one."""
+    return [raw[i : i + 16] for i in range(0, len(raw), 16)]
 
 
 def _uuid_bytes(ids: list[str]) -> bytes:

@@ -38,6 +38,7 @@ from typing import cast
 import numpy as np
 
 from memctx._bm25 import BM25Index
+from memctx._bm25_parts import DenseKeys, key_array
 from memctx._embeddings import Embedder
 from memctx._text import tokenize
 from memctx._vector_index import VectorIndex
@@ -92,6 +93,13 @@ class EpisodeIndex:
         self._episode: dict[int, int] = {}
         self._last: dict[str, tuple[int, float]] = {}  # session -> (last key, its timestamp)
         self._count = 0
+        # The same links as arrays indexed by key (-1: none) for the bulk look-ups of a
+        # search: after a 30 MB matrix product, hundreds of dict look-ups miss the cache.
+        self._dense_prev, self._dense_next, self._dense_episode = (
+            DenseKeys(),
+            DenseKeys(),
+            DenseKeys(),
+        )
 
     def add(self, key: int, session_id: str, timestamp: float) -> None:
         last = self._last.get(session_id)
@@ -103,6 +111,11 @@ class EpisodeIndex:
             self._count += 1
             self._episode[key] = self._count
         self._last[session_id] = (key, timestamp)
+        live = len(self._episode)
+        self._dense_prev.set_one(key, self._prev.get(key, -1), live)
+        self._dense_episode.set_one(key, self._episode[key], live)
+        if key in self._prev:
+            self._dense_next.set_one(self._prev[key], key, live)
 
     def remove(self, key: int) -> None:
         before, after = self._prev.pop(key, None), self._next.pop(key, None)
@@ -117,6 +130,13 @@ class EpisodeIndex:
             else:
                 self._prev.pop(after, None)
         self._episode.pop(key, None)
+        live = len(self._episode)
+        for dense in (self._dense_prev, self._dense_next, self._dense_episode):
+            dense.set_one(key, -1, live)
+        if before is not None:
+            self._dense_next.set_one(before, -1 if after is None else after, live)
+        if after is not None:
+            self._dense_prev.set_one(after, -1 if before is None else before, live)
 
     def neighbours(self, key: int) -> tuple[int | None, int | None]:
         return self._prev.get(key), self._next.get(key)
@@ -124,14 +144,27 @@ class EpisodeIndex:
     def neighbours_of(self, keys: Iterable[int]) -> tuple[list[int | None], list[int | None]]:
         """:meth:`neighbours` of many keys at once: (all previous, all next), in ``keys`` order."""
         keys = list(keys)
-        return list(map(self._prev.get, keys)), list(map(self._next.get, keys))
+        arr = key_array(keys)
+        before, after = self._dense_prev.find(arr), self._dense_next.find(arr)
+        if before is None or after is None:
+            return list(map(self._prev.get, keys)), list(map(self._next.get, keys))
+        return _none_for_negative(before), _none_for_negative(after)
 
     def episodes_of(self, keys: Iterable[int]) -> list[int]:
         """:meth:`episode` of many keys at once, with -1 for "none"."""
-        return list(map(self._episode.get, keys, repeat(-1)))
+        keys = list(keys)
+        found = self._dense_episode.find(key_array(keys))
+        if found is None:
+            return list(map(self._episode.get, keys, repeat(-1)))
+        out: list[int] = found.tolist()
+        return out
 
     def episode(self, key: int) -> int | None:
         return self._episode.get(key)
+
+
+def _none_for_negative(values: np.ndarray) -> list[int | None]:
+    return [None if v < 0 else v for v in values.tolist()]
 
 
 def _decay(age: float, params: SearchParams) -> float:

@@ -1,8 +1,11 @@
 """Exact cosine-similarity search over an in-memory float32 matrix.
 
 The raw store holds at most ``maxSegments`` (20,000) segments; at 384 dimensions that is a
-30 MB matrix and one matrix-vector product of a few milliseconds, so exact brute force beats
-an approximate index (HNSW and friends) on both simplicity and recall at this size.
+30 MB matrix and one matrix-vector product of ~2 ms, so exact brute force beats an
+approximate index (HNSW and friends) on both simplicity and recall at this size. The product
+runs in one thread (:func:`_row_dots`: a threaded BLAS call is 4-6x slower whenever the
+other core is busy), and hybrid search looks keys up in bulk through arrays
+(:class:`~memctx._bm25_parts.DenseKeys`) rather than one dict look-up each.
 
 Layout: live rows ``[0, len)`` of a preallocated matrix, a parallel array of keys and a
 ``key -> row`` dict. Adding appends (the capacity doubles when full, so adds are amortised
@@ -18,9 +21,11 @@ vector stays zero and scores 0 against everything.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
+
+from memctx._bm25_parts import DenseKeys, key_array
 
 __all__ = ["VectorIndex", "VectorScores"]
 
@@ -30,8 +35,32 @@ _MIN_CAPACITY = 16
 _GATHER_SHARE = 0.125
 
 
+def _row_dots(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``matrix @ q`` (float32), one single-threaded dot product per row.
+
+    ``np.vecdot`` runs BLAS's ``sdot`` row by row in one thread; ``@`` hands the whole
+    product to a multi-threaded ``sgemv``, which on a machine whose other core is busy waits
+    for a thread that is not scheduled: measured 2 ms against 8-12 ms for 20,000 x 384 on
+    a loaded 2-core VM, and about the same when idle. Each row's dot product is computed the
+    same way whatever rows come with it, so scores of the full product, of a gathered subset
+    and of a single row agree to the bit.
+    """
+    return _VECDOT(matrix, q)
+
+
+def _einsum_rows(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.einsum("ij,j->i", matrix, q)
+    return out
+
+
+# numpy < 2.0 has no vecdot; einsum's own loop is single-threaded too.
+_VECDOT: Callable[[np.ndarray, np.ndarray], np.ndarray] = getattr(np, "vecdot", _einsum_rows)
+
+
 def _normalised_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    # np.linalg.norm(matrix, axis=1, keepdims=True) computes exactly this (same rounding),
+    # after a few microseconds of argument handling that every add would pay.
+    norms = np.sqrt(np.add.reduce(matrix * matrix, axis=1, keepdims=True))
     # Zero rows stay zero rather than becoming NaN.
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
@@ -56,6 +85,7 @@ class VectorIndex:
         self._matrix = np.zeros((cap, dim), dtype=np.float32)
         self._keys = np.zeros(cap, dtype=np.int64)
         self._rows: dict[int, int] = {}
+        self._dense = DenseKeys()  # the same as _rows, for many keys at once
         self._size = 0
 
     def __len__(self) -> int:
@@ -111,8 +141,17 @@ class VectorIndex:
         Raises:
             ValueError: Shapes disagree, keys repeat, or a value is not finite.
         """
-        rows = self._check_vectors(np.asarray(matrix))
+        matrix = np.asarray(matrix)
         key_list = [int(k) for k in keys]
+        if (
+            matrix.ndim == 2
+            and matrix.shape == (len(key_list), self.dim)
+            and not any(map(self._rows.__contains__, key_list))
+            and len(set(key_list)) == len(key_list)
+        ):
+            self._append_new(key_list, matrix)
+            return
+        rows = self._check_vectors(matrix)
         if len(key_list) != rows.shape[0]:
             raise ValueError(f"{len(key_list)} keys for {rows.shape[0]} vectors")
         if len(set(key_list)) != len(key_list):
@@ -130,6 +169,27 @@ class VectorIndex:
         for offset, i in enumerate(fresh):
             self._rows[key_list[i]] = start + offset
         self._size = stop
+        self._dense.set(self._keys[start:stop], np.arange(start, stop), stop)
+
+    def _append_new(self, keys: list[int], matrix: np.ndarray) -> None:
+        """:meth:`add_many` of keys not in the index (an add; a load): the rows are
+        converted, checked and normalised where they will live, not in a copy first (a
+        load's 4,096-row chunks would otherwise cost three 6 MB temporaries each)."""
+        n = len(keys)
+        self._ensure_room(n)
+        start, stop = self._size, self._size + n
+        block = self._matrix[start:stop]
+        block[...] = matrix  # as float32, like _check_vectors' copy (rows not live yet)
+        if not np.isfinite(block).all():
+            raise ValueError("vectors must be finite (no NaN or infinity)")
+        _normalised_rows(block)
+        self._keys[start:stop] = keys
+        self._rows.update(zip(keys, range(start, stop), strict=True))
+        self._size = stop
+        if n == 1:
+            self._dense.set_one(keys[0], start, stop)
+        else:
+            self._dense.set(self._keys[start:stop], np.arange(start, stop), stop)
 
     def remove(self, key: int) -> None:
         """Delete ``key`` by moving the last row into its place.
@@ -139,12 +199,24 @@ class VectorIndex:
         """
         row = self._rows.pop(key)
         last = self._size - 1
+        self._dense.set_one(key, -1, last)
         if row != last:
             moved = int(self._keys[last])
             self._matrix[row] = self._matrix[last]
             self._keys[row] = moved
             self._rows[moved] = row
+            self._dense.set_one(moved, row, last)
         self._size = last
+
+    def _rows_of(self, keys: Collection[int] | np.ndarray) -> np.ndarray:
+        """Rows of ``keys`` in order (``KeyError`` for a key not in the index)."""
+        arr = key_array(keys)
+        rows = self._dense.find(arr)
+        if rows is None:
+            return np.fromiter(map(self._rows.__getitem__, arr.tolist()), np.intp, len(arr))
+        if len(rows) and int(rows.min()) < 0:
+            raise KeyError(int(arr[np.argmin(rows)]))
+        return rows
 
     def discard(self, key: int) -> bool:
         """Delete ``key`` if present; return whether it was."""
@@ -184,7 +256,7 @@ class VectorIndex:
             (one float32 matrix-vector product; no float64 copy of the matrix).
         """
         q = self._query(query)
-        return self.keys(), self._matrix[: self._size] @ q
+        return self.keys(), _row_dots(self._matrix[: self._size], q)
 
     def similarities_of(self, query: np.ndarray, keys: Sequence[int]) -> np.ndarray:
         """Cosine similarity of ``query`` to the vectors of ``keys``, in that order.
@@ -196,9 +268,7 @@ class VectorIndex:
             KeyError: A key is not in the index.
         """
         q = self._query(query)
-        rows = np.fromiter(map(self._rows.__getitem__, keys), dtype=np.intp, count=len(keys))
-        sims: np.ndarray = self._matrix[rows] @ q
-        return sims
+        return _row_dots(self._matrix[self._rows_of(keys)], q)
 
     def query(self, query: np.ndarray, allowed: Collection[int] | None = None) -> VectorScores:
         """Score ``query`` once against the ``allowed`` rows (all by default), for
@@ -207,15 +277,22 @@ class VectorIndex:
         q = self._query(query)
         size = self._size
         if allowed is None:
-            return VectorScores(self, q, None, self._matrix[:size] @ q)
-        rows_of = self._rows
-        rows = np.fromiter((rows_of[key] for key in allowed if key in rows_of), dtype=np.intp)
+            return VectorScores(self, q, None, _row_dots(self._matrix[:size], q))
+        rows = self._known_rows(allowed)
         if rows.size < _GATHER_SHARE * size:
             sims = np.full(size, np.nan, dtype=np.float32)  # NaN: not scored yet
-            sims[rows] = self._matrix[rows] @ q
+            sims[rows] = _row_dots(self._matrix[rows], q)
         else:
-            sims = self._matrix[:size] @ q
+            sims = _row_dots(self._matrix[:size], q)
         return VectorScores(self, q, rows, sims)
+
+    def _known_rows(self, keys: Collection[int]) -> np.ndarray:
+        """Rows of those ``keys`` that are in the index, in ``keys`` order."""
+        rows = self._dense.find(key_array(keys))
+        if rows is None:
+            rows_of = self._rows
+            return np.fromiter((rows_of[k] for k in keys if k in rows_of), dtype=np.intp)
+        return rows[rows >= 0]
 
     def top_k(
         self, query: np.ndarray, k: int, allowed: Collection[int] | None = None
@@ -262,23 +339,24 @@ class VectorScores:
         if k <= 0 or n == 0:
             return []
         if k < n:
-            # argpartition finds the k-th best score in O(n); keeping every candidate at
-            # least that good (not just k of them) lets ties at the cut be settled by key.
+            # partition finds the k-th best score in O(n) (without argpartition's index
+            # array: twice as fast); keeping every candidate at least that good (not just k
+            # of them) lets ties at the cut be settled by key.
             kth = n - k
-            threshold = sims[np.argpartition(sims, kth)[kth]]
+            threshold = np.partition(sims, kth)[kth]
             candidates = np.flatnonzero(sims >= threshold)
         else:
             candidates = np.arange(n)
         order = np.lexsort((keys[candidates], -sims[candidates]))[:k]
         chosen = candidates[order]
-        return [(int(key), float(sim)) for key, sim in zip(keys[chosen], sims[chosen], strict=True)]
+        return list(zip(keys[chosen].tolist(), sims[chosen].tolist(), strict=True))
 
-    def of(self, keys: Sequence[int]) -> np.ndarray:
+    def of(self, keys: Sequence[int] | np.ndarray) -> np.ndarray:
         """float32 similarities of ``keys`` (allowed or not); ``KeyError`` for unknown keys."""
         index = self._index
-        rows = np.fromiter(map(index._rows.__getitem__, keys), dtype=np.intp, count=len(keys))
-        out = self._sims[rows]
+        rows = index._rows_of(keys)
+        out: np.ndarray = self._sims[rows]
         todo = np.flatnonzero(np.isnan(out))  # rows the allowed filter left unscored
         if len(todo):
-            out[todo] = index._matrix[rows[todo]] @ self._q
+            out[todo] = _row_dots(index._matrix[rows[todo]], self._q)
         return out

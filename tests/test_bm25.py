@@ -7,12 +7,14 @@ import math
 import os
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi, BM25Plus
 
 from memctx._bm25 import BM25Index, lucene_idf, term_score
+from memctx._bm25_parts import DenseKeys, Vocabulary, stable_order
 from memctx._text import tokenize
 
 K1, B = 1.2, 0.75
@@ -528,3 +530,104 @@ def test_query_scores_match_normalized_scores() -> None:
         allowed = frozenset(range(0, 200, 3)) | {999}
         assert scored.top(5, allowed) == [kv for kv in ranked if kv[0] in allowed][:5]
     assert index.query([]).top(3) == [] and index.query(["neverseenword"]).best == 0.0
+
+
+# -- performance building blocks: vectorised key look-ups, the radix sort -----------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["set", "unset"]), st.integers(-3, 5000), st.integers(0, 99)),
+        max_size=80,
+    ),
+    st.lists(st.integers(-10, 6000), max_size=30),
+)
+def test_dense_keys_answer_like_a_dict(ops: list[tuple[str, int, int]], probe: list[int]) -> None:
+    dense, truth = DenseKeys(), {}
+    for op, key, pos in ops:
+        if op == "set":
+            truth[key] = pos
+            dense.set_one(key, pos, len(truth))
+        elif key in truth:
+            del truth[key]
+            dense.set_one(key, -1, len(truth))
+    found = dense.find(np.array(probe, dtype=np.int64))
+    if any(key < 0 for op, key, _ in ops if op == "set"):
+        assert found is None and not dense.on  # a negative key switches the array off
+    else:
+        assert found is not None
+        assert found.tolist() == [truth.get(k, -1) for k in probe]
+
+
+def test_dense_keys_switch_off_for_a_sparse_key_space() -> None:
+    dense = DenseKeys()
+    dense.set(np.arange(10, dtype=np.int64), np.arange(10), 10)
+    assert dense.on and dense.find(np.array([3, 10**9])).tolist() == [3, -1]
+    dense.set_one(10**12, 5, 11)  # far beyond 4x the live keys (and 2**22): dicts only
+    assert not dense.on and dense.find(np.array([3])) is None
+
+
+def test_indexes_with_sparse_or_negative_keys_fall_back_to_dicts() -> None:
+    docs, queries = _zipf_corpus(seed=5)
+    keys = [-7, *range(1, 60), 10**13]
+    index, reference = BM25Index(K1, B), BM25Index(K1, B)
+    for key, doc in zip(keys, docs, strict=False):
+        index.add(key, doc)
+    for key, doc in zip(range(len(keys)), docs, strict=False):
+        reference.add(key, doc)
+    for query in queries[:10]:
+        got, want = index.query(query), reference.query(query)
+        assert got.normalized(keys).tolist() == want.normalized(range(len(keys))).tolist()
+        assert [s for _, s in got.top(5, set(keys))] == [s for _, s in want.top(5)]
+
+
+def test_stable_order_is_a_stable_argsort() -> None:
+    rng = np.random.default_rng(1)
+    for bound in (1, 5, 1 << 16, (1 << 16) + 1, 1 << 20, 1 << 32):
+        ids = rng.integers(0, bound, 5000)
+        assert stable_order(ids, bound).tolist() == np.argsort(ids, kind="stable").tolist()
+    assert stable_order(np.zeros(0, dtype=np.int64), 10).tolist() == []
+
+
+def test_scores_after_churn_equal_a_fresh_index_bit_for_bit() -> None:
+    # Scoring sums every query term's postings in one bincount, in input order: for each
+    # document, the same additions as accumulating one term after another.
+    rng = random.Random(4)
+    index = BM25Index(K1, B)
+    live: dict[int, list[str]] = {}
+    for step in range(2500):
+        key = rng.randrange(150)
+        if rng.random() < 0.3:
+            index.remove(key)
+            live.pop(key, None)
+        else:
+            live[key] = rng.choices(_WORDS, k=rng.randint(1, 15))
+            index.add(key, live[key])
+        if step % 500 == 499:
+            fresh = BM25Index(K1, B)
+            for k in sorted(live):
+                fresh.add(k, live[k])
+            query = rng.sample(_WORDS, 4)
+            got = index.scores(query)
+            assert got == fresh.scores(query)
+            keys = sorted(live)
+            want = _naive_lucene([live[k] for k in keys], query)
+            assert {keys[i]: v for i, v in want.items()}.keys() == got.keys()
+            assert all(abs(got[keys[i]] - v) <= 1e-9 for i, v in want.items())
+
+
+def test_vocabulary_ids_of_equals_looking_up_one_by_one() -> None:
+    rng = random.Random(2)
+    for reuse in (False, True):
+        bulk, single = Vocabulary(), Vocabulary()
+        for vocab in (bulk, single):
+            for word in ("a", "b", "c", "d"):
+                vocab[word]  # a look-up adds the word
+            if reuse:
+                vocab.release(1)
+                vocab.release(3)
+        for _ in range(20):
+            names = list(dict.fromkeys(rng.choices("abcdefghijklmnop", k=6)))
+            assert bulk.ids_of(names).tolist() == [single[n] for n in names]
+        assert bulk.terms == single.terms and dict(bulk) == dict(single)

@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 
 from memctx import _raw_store_base as store_base_module
 from memctx import _raw_store_terms as terms_module
+from memctx._bm25 import TermCounts
 from memctx._embeddings import HashEmbedder
 from memctx._errors import StoreError
 from memctx._raw_store import RawStore, Segment
-from memctx._raw_store_io import child_path, decode_record, encode_record
+from memctx._raw_store_counts import TermCounter
+from memctx._raw_store_io import child_path, decode_info, decode_record, encode_record
 from memctx._search import hybrid_search
 from memctx._tagging import MAX_ENTITIES, entities, topics
 from memctx._text import tokenize
@@ -179,6 +181,75 @@ def test_encode_decode_round_trip_and_tolerant_timestamps() -> None:
     for bad in ({"sessionId": "../x"}, {"id": "nope"}, {"content": 5}, {"timestamp": None}):
         with pytest.raises(ValueError):
             decode_record(json.dumps({**record, **bad}).encode())
+
+
+def test_decoding_accepts_exactly_what_json_loads_accepts() -> None:
+    # The load path parses lines without json.loads' Python layers; it must agree with it
+    # on every line, valid or not (an invalid line is skipped and counted, never fatal).
+    seg = Segment(str(uuid.uuid4()), "s", 1.0, "user", "x", 1, None, (), ())
+    good = encode_record(seg).rstrip(b"\n")
+    lines = [
+        good,
+        good + b"\n",
+        good + b" \t\r\n",
+        b" " + good,
+        "\ufeff".encode() + good,
+        good + b" x",
+        good + good,
+        good[:-1],
+        good + b"\x0b",
+        good.replace(b'"x"', b'"\xff"'),
+        good.replace(b'"x"', '"é\ud800"'.encode("utf-8", "surrogatepass")),
+        good.replace(b'"x"', b"NaN"),
+        b"{" * 100_000,
+        b"[1]",
+        b"",
+        good.decode().encode("utf-16"),
+    ]
+    for line in lines:
+        try:
+            parsed = json.loads(line)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("content"), str):
+            info, content = decode_info(line)
+            assert decode_record(line) == Segment(
+                info.id,
+                info.session_id,
+                info.timestamp,
+                info.role,
+                content,
+                info.tokens,
+                info.turn,
+                info.topics,
+                info.entities,
+            )
+        else:
+            with pytest.raises(ValueError):
+                decode_info(line)
+
+
+def test_decoded_tags_are_shared_and_tolerate_hand_edits() -> None:
+    seg = Segment(str(uuid.uuid4()), "s", 1.0, "user", "x", 1, 3, ("api", "bug"), ("KeyError",))
+    record = json.loads(encode_record(seg))
+    first = decode_record(json.dumps(record).encode())
+    second = decode_record(json.dumps({**record, "id": str(uuid.uuid4())}).encode())
+    assert first.topics == ("api", "bug") and first.topics is second.topics  # one tuple
+    assert first.entities is second.entities and first.turn == 3
+    record["metadata"]["topics"] = ["api", 5, ["nested"], "db"]
+    assert decode_record(json.dumps(record).encode()).topics == ("api", "db")
+    record["metadata"]["topics"] = "not a list"
+    assert decode_record(json.dumps(record).encode()).topics == ()
+    # Checked session ids and roles are remembered per kind: valid as one is not the other.
+    long = "a" * 100  # a valid session id, too long for a role
+    assert decode_record(json.dumps({**record, "sessionId": long}).encode()).session_id == long
+    with pytest.raises(ValueError, match="role"):
+        decode_record(json.dumps({**record, "role": long}).encode())
+    assert decode_record(json.dumps({**record, "role": "."}).encode()).role == "."
+    with pytest.raises(ValueError, match="session id"):
+        decode_record(json.dumps({**record, "sessionId": "."}).encode())
+    with pytest.raises(ValueError, match="session id"):
+        decode_record(json.dumps({**record, "sessionId": ["s"]}).encode())
 
 
 # -- restart and vectors.bin -----------------------------------------------------------------
@@ -618,13 +689,15 @@ _QUERIES = ["database migration", "pytest auth bug", "docker staging port", "数
 
 
 def _counting_tokenize(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the texts a load counts terms of (instead of taking them from the cache)."""
     calls: list[str] = []
+    real = TermCounter.counts
 
-    def spy(text: str) -> list[str]:
-        calls.append(text)
-        return tokenize(text)
+    def spy(self: TermCounter, texts: Sequence[str]) -> TermCounts:
+        calls.extend(texts)
+        return real(self, texts)
 
-    monkeypatch.setattr(store_base_module, "tokenize", spy)
+    monkeypatch.setattr(TermCounter, "counts", spy)
     return calls
 
 

@@ -1,8 +1,8 @@
 """Raw store under faults: SIGKILL mid-burst, concurrent writer processes, full or read-only disks.
 
-The inter-process lock is ``filelock.FileLock`` (py-filelock; an ``flock`` on
-``segments.jsonl.lock``). Writers hold it while they read what others appended, dedup, write
-their lines with one ``os.write`` on an ``O_APPEND`` descriptor and append their vectors.
+The inter-process lock is an exclusive ``flock`` on ``segments.jsonl.lock``
+(:mod:`memctx._raw_store_lock`). Writers hold it while they read what others appended, dedup,
+write their lines with one ``os.write`` on an ``O_APPEND`` descriptor and append their vectors.
 """
 
 from __future__ import annotations

@@ -362,3 +362,34 @@ def test_episode_bulk_accessors_match_the_single_ones() -> None:
     assert episodes.episodes_of(keys) == [
         -1 if episodes.episode(k) is None else episodes.episode(k) for k in keys
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, 40), st.sampled_from("ab"), st.integers(0, 9)),
+        max_size=80,
+    ),
+    st.sampled_from([0, 10**12, -5]),
+)
+def test_episode_bulk_accessors_follow_adds_and_removes(
+    ops: list[tuple[bool, int, str, int]], offset: int
+) -> None:
+    # The bulk accessors read arrays kept beside the dicts (or the dicts themselves once a
+    # key is negative or far out: offset); both must always agree with the single ones.
+    episodes = EpisodeIndex(episode_gap_seconds=3)
+    live: set[int] = set()
+    for add, key, session, stamp in ops:
+        key += offset
+        if add and key not in live:
+            episodes.add(key, session, float(stamp))
+            live.add(key)
+        elif not add and key in live:
+            episodes.remove(key)
+            live.discard(key)
+    keys = [*sorted(live), offset + 41, offset + 99]
+    before, after = episodes.neighbours_of(keys)
+    assert list(zip(before, after, strict=True)) == [episodes.neighbours(k) for k in keys]
+    assert episodes.episodes_of(keys) == [
+        -1 if episodes.episode(k) is None else episodes.episode(k) for k in keys
+    ]

@@ -191,3 +191,46 @@ def test_query_reads_top_k_and_any_keys_from_one_product(
     )
     with pytest.raises(KeyError):
         scored.of([10_001])
+
+
+def test_row_dots_agree_bit_for_bit_whatever_rows_come_along(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Scores of the full product, of a gathered subset and of one row must be the same
+    # floats, or a key's score would depend on which other keys were scored with it.
+    from memctx import _vector_index as module
+
+    rng = np.random.default_rng(5)
+    matrix, q = _unit(rng, 500, 384), _unit(rng, 1, 384)[0]
+    for dots in (module._VECDOT, module._einsum_rows):  # numpy >= 2 and the fallback
+        monkeypatch.setattr(module, "_VECDOT", dots)
+        full = module._row_dots(matrix, q)
+        assert full.dtype == np.float32
+        np.testing.assert_allclose(full, matrix.astype(np.float64) @ q, atol=1e-6)
+        picks = rng.permutation(500)[:37]
+        assert (module._row_dots(matrix[picks], q) == full[picks]).all()
+        assert all(module._row_dots(matrix[i : i + 1], q)[0] == full[i] for i in picks[:5])
+        index = VectorIndex(384)
+        index.add_many(range(500), matrix)
+        keys, sims = index.similarities(q)  # the index's own (re-normalised) rows
+        scored = index.query(q, allowed=set(range(0, 500, 40)))  # gathered, then the rest
+        assert (scored.of(keys.tolist()) == sims).all()
+        assert (index.similarities_of(q, keys[picks].tolist()) == sims[picks]).all()
+
+
+def test_a_rejected_batch_leaves_the_index_as_it_was() -> None:
+    rng = np.random.default_rng(6)
+    index = VectorIndex(DIM, capacity=4)
+    index.add_many([1, 2, 3], _unit(rng, 3))
+    before = (index.keys().tolist(), index.vectors().copy())
+    bad = _unit(rng, 5)
+    bad[4, 0] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        index.add_many([10, 11, 12, 13, 14], bad)
+    with pytest.raises(ValueError, match="finite"):
+        index.add(20, np.full(DIM, np.nan))
+    assert index.keys().tolist() == before[0] and len(index) == 3
+    assert (index.vectors() == before[1]).all()
+    assert 10 not in index and index.top_k(bad[0], 5)[0][0] in {1, 2, 3}
+    index.add_many([10, 11], bad[:2])  # the free rows are simply reused
+    assert len(index) == 5 and np.allclose(index.get(11), bad[1] / np.linalg.norm(bad[1]))

@@ -15,6 +15,7 @@ from memctx._errors import StoreError, VmemError
 from memctx._vmem import (
     append_vmem,
     iter_vmem,
+    iter_vmem_raw,
     read_vmem,
     vmem_entry_size,
     vmem_status,
@@ -186,6 +187,22 @@ def test_iter_vmem_streams_the_same_entries_in_chunks(tmp_path: Path) -> None:
     assert list(iter_vmem(path, DIM)) == []
     with pytest.raises(ValueError):
         list(iter_vmem(path, DIM, chunk=0))
+
+
+def test_iter_vmem_raw_gives_the_id_bytes_of_the_same_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    ids, vecs = _data(10)
+    write_vmem(path, ids, vecs)
+    for chunk in (1, 4, 64):
+        raw = list(iter_vmem_raw(path, DIM, chunk=chunk))
+        uuids = list(iter_vmem(path, DIM, chunk=chunk))
+        assert [r for r, _ in raw] == [b"".join(u.bytes for u in i) for i, _ in uuids]
+        for (_, got), (_, want) in zip(raw, uuids, strict=True):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(VmemError, match="extra bytes"):
+        next(iter_vmem_raw(_corrupt(tmp_path, _valid_bytes(3) + b"\x00"), DIM))
+    with pytest.raises(ValueError):
+        list(iter_vmem_raw(path, DIM, chunk=0))
 
 
 def test_iter_vmem_checks_the_whole_file_before_the_first_chunk(tmp_path: Path) -> None:
