@@ -66,5 +66,6 @@ def test_the_compaction_was_archived_and_knowledge_extracted(reports: list[Repla
         assert stats["counts"]["on_before_compact"] == 1
         assert stats["archive"]["archived"] > 50
         assert stats["worker"]["done"].get("extraction") == 1, stats["worker"]
-        assert stats["extraction"]["llm_calls"] > 0
-        assert stats["knowledge"]["live"] > 0
+        assert stats["extraction"]["llm_calls"] > 0, stats["extraction"]
+        assert stats["extraction"].get("llm_failures", 0) == 0, stats["extraction"]
+        assert stats["knowledge"]["live"] > 0, (stats["knowledge"], stats["extraction"])
