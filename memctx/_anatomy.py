@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "InfoCache",
     "MessageInfo",
     "RoleKind",
+    "blocks_token_text",
     "inspect_message",
     "is_recalled_block",
     "iter_blocks",
@@ -454,8 +455,13 @@ def message_text(message: object) -> str:
 
 def token_text(message: object) -> str:
     """Every piece of a message that a provider bills: text, thinking, tool names + inputs."""
+    return blocks_token_text(iter_blocks(message))
+
+
+def blocks_token_text(blocks: Iterable[BlockRef]) -> str:
+    """:func:`token_text` of already-read blocks (e.g. a cached ``MessageInfo.blocks``)."""
     pieces: list[str] = []
-    for b in iter_blocks(message):
+    for b in blocks:
         if b.kind is BlockKind.TOOL_CALL:
             pieces.append(f"{b.tool_name or ''} {b.text}")
         elif b.text:

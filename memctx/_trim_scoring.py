@@ -31,10 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memctx._anatomy import (
-    BlockKind,
     InfoCache,
     MessageInfo,
     RoleKind,
+    blocks_token_text,
     inspect_message,
     is_recalled_block,
     message_fingerprint,
@@ -100,13 +100,7 @@ def index_text(info: MessageInfo) -> str:
     evidence about webhooks even when its result is long gone. Thinking is included too;
     it is where an assistant names what it is working on.
     """
-    pieces: list[str] = []
-    for block in info.blocks:
-        if block.kind is BlockKind.TOOL_CALL:
-            pieces.append(f"{block.tool_name or ''} {block.text}")
-        elif block.text:
-            pieces.append(block.text)
-    return "\n".join(pieces)
+    return blocks_token_text(info.blocks)
 
 
 class _Column:
