@@ -29,13 +29,13 @@ test: setup  ## install if needed, then run every test
 check: setup lint typecheck  ## ruff + mypy
 
 lint:
-	$(BIN)/ruff check memctx tests scripts
-	$(BIN)/ruff format --check memctx tests scripts
+	$(BIN)/ruff check memctx tests evals scripts
+	$(BIN)/ruff format --check memctx tests evals scripts
 
 typecheck:
 	$(BIN)/mypy
 
-eval: setup  ## run the default benchmark (arrives with the harness issue)
+eval: setup  ## run the default benchmark; writes reports/latest/
 	$(BIN)/memctx eval
 
 bench: setup  ## speed and quality benchmarks, printed as ratios

@@ -1,10 +1,10 @@
 """The ``memctx`` command line.
 
-Commands that exist today: ``check`` (load transcripts, report pairing and redaction),
-``calibrate`` (token counters against provider-reported usage), ``search`` (memory_search
-over a store) and ``replay`` (a real transcript through ``MemoryContext``). ``eval`` runs those
-foundation measurements on the default datasets until the evaluation harness lands; it says
-so when it runs.
+Commands: ``eval`` (the benchmark), ``report`` (re-render a run), ``gen`` (scenario
+datasets), ``replay`` (a real transcript through ``MemoryContext``), ``search``
+(memory_search over a store), ``check`` (load transcripts, report pairing and redaction),
+``calibrate`` (token counters against provider-reported usage) and ``foundation`` (check and
+calibrate over the real datasets). Heavy modules are imported inside each command.
 """
 
 from __future__ import annotations
@@ -111,19 +111,32 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from memctx._eval_cli import eval_command
+
+    return eval_command(args)
+
+
+def _cmd_foundation(args: argparse.Namespace) -> int:
     from memctx._report_foundation import calibrate_tokens, check_transcripts
 
     root = _datasets_dir(args.datasets)
-    print(
-        "memctx eval: the scenario benchmark (strategies x embeddings, recall accuracy, cost)\n"
-        "arrives with the evaluation-harness issue. Until then this runs the foundation\n"
-        f"measurements on the real transcripts in {root}.\n"
-    )
     if not root.exists():
         print(f"error: datasets folder not found: {root} (pass --datasets DIR)", file=sys.stderr)
         return 2
     status = check_transcripts(sorted(_transcript_files(root)), trials=args.trials)
     return status or calibrate_tokens(root, models=["claude-sonnet-4-5"])
+
+
+def _cmd_gen(args: argparse.Namespace) -> int:
+    from memctx._gen import gen_main
+
+    return gen_main(list(args.args))
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from memctx._eval_report import report_main
+
+    return report_main(list(args.args))
 
 
 def _transcript_files(root: Path) -> list[Path]:
@@ -193,16 +206,40 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="print JSON instead of tables")
     replay.set_defaults(func=_cmd_replay)
 
-    evaluate = sub.add_parser("eval", help="the main job (foundation measurements for now)")
-    evaluate.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
-    evaluate.add_argument("--trials", type=int, default=50)
+    from memctx._eval_cli import add_eval_arguments
+
+    evaluate = sub.add_parser(
+        "eval",
+        help="the benchmark: scenarios x strategies x embeddings -> results, summary, report",
+    )
+    add_eval_arguments(evaluate)
     evaluate.set_defaults(func=_cmd_eval)
+
+    foundation = sub.add_parser(
+        "foundation", help="pairing repair and token calibration on the real transcripts"
+    )
+    foundation.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    foundation.add_argument("--trials", type=int, default=50)
+    foundation.set_defaults(func=_cmd_foundation)
+
+    for name, func, text in (
+        ("gen", _cmd_gen, "generate the scenario datasets (memctx gen --help)"),
+        ("report", _cmd_report, "re-render a run directory's report (memctx report --help)"),
+    ):
+        command = sub.add_parser(name, help=text, add_help=False)
+        command.add_argument("args", nargs=argparse.REMAINDER)
+        command.set_defaults(func=func)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # gen and report own their options (and --help): hand them the rest of the line as is.
+    passthrough = {"gen": _cmd_gen, "report": _cmd_report}
+    if argv and argv[0] in passthrough:
+        return passthrough[argv[0]](argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
     if getattr(args, "window", "absent") is None:
         args.window = [200_000, 64_000]

@@ -1,0 +1,89 @@
+"""The run charts: valid PNGs of sensible size, stable bytes, the session they plot."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.synthetic_run import build_run
+
+from memctx._eval_charts import pick_session, session_calls, write_charts
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    run = build_run()
+    key = pick_session(run.calls)
+    assert key is not None
+    return write_charts(run.summary, session_calls(run.calls, key), tmp_path_factory.mktemp("c"))
+
+
+def test_every_chart_is_a_png_of_sensible_size(charts: list[Any]) -> None:
+    assert [c.path.stem for c in charts] == [
+        "recall_vs_tokens",
+        "cost",
+        "accuracy_by_suite",
+        "hash_vs_transformer",
+        "hook_latency",
+        "tokens_over_calls",
+    ]
+    for chart in charts:
+        data = chart.path.read_bytes()
+        width, height = _size(data)
+        assert 600 <= width <= 2000 and 300 <= height <= 1000, (chart.path.name, width, height)
+        assert len(data) > 10_000, chart.path.name  # not blank
+        assert b"Software" not in data[:200]  # no version stamp: byte-stable
+        assert chart.title and chart.caption
+
+
+def test_same_data_gives_the_same_bytes(charts: list[Any], tmp_path: Path) -> None:
+    run = build_run()
+    key = pick_session(run.calls)
+    assert key is not None
+    again = write_charts(run.summary, session_calls(run.calls, key), tmp_path)
+    assert [c.path.read_bytes() for c in again] == [c.path.read_bytes() for c in charts]
+
+
+def test_session_is_the_longest_long_haul_one_else_the_longest() -> None:
+    calls = build_run().calls
+    assert pick_session(calls) == ("long-haul", "long-haul-000", "long-haul-000-s0")
+    others = [c for c in calls if c["suite"] != "long-haul"]
+    longer = [dict(c, call=c["call"] + 30) for c in others if c["scenario"] == "cjk-000"]
+    key = pick_session(others + longer)
+    assert key == ("cjk", "cjk-000", "cjk-000-s0")
+    assert pick_session([]) is None
+    rows = session_calls(calls, ("needle", "needle-000", "needle-000-s0"))
+    assert len(rows) == 4 * 30 and {r["suite"] for r in rows} == {"needle"}
+
+
+def test_charts_without_data_are_left_out(tmp_path: Path) -> None:
+    run = build_run()
+    records = [r for r in run.summary["records"] if r["embedding"] != "transformer"]
+    written = write_charts(dict(run.summary, records=records), [], tmp_path)
+    assert [c.path.stem for c in written] == [
+        "recall_vs_tokens",
+        "cost",
+        "accuracy_by_suite",
+        "hook_latency",
+    ]
+
+
+def test_importing_the_harness_modules_does_not_import_matplotlib() -> None:
+    code = (
+        "import sys, memctx, memctx._eval_report, memctx._eval_charts, memctx._eval_gate, "
+        "memctx._pytest_plugin; print('matplotlib' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -1,0 +1,196 @@
+"""The run report: tables, checks, self-contained HTML, terminal table, ``memctx report``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from helpers.synthetic_run import SUITES, SyntheticRun, build_run, write_run
+
+from memctx._eval_report import (
+    RunDirError,
+    format_terminal_table,
+    headline_table,
+    report_main,
+    suite_table,
+    write_report,
+)
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory) -> tuple[SyntheticRun, Path, list[Path]]:
+    run = build_run()
+    run_dir = write_run(tmp_path_factory.mktemp("report") / "run", run)
+    return run, run_dir, write_report(run_dir)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def test_write_report_writes_markdown_html_and_charts(
+    reported: tuple[SyntheticRun, Path, list[Path]],
+) -> None:
+    _, run_dir, written = reported
+    assert written[:2] == [run_dir / "report.md", run_dir / "report.html"]
+    assert [p.name for p in written[2:]] == [
+        "recall_vs_tokens.png",
+        "cost.png",
+        "accuracy_by_suite.png",
+        "hash_vs_transformer.png",
+        "hook_latency.png",
+        "tokens_over_calls.png",
+    ]
+    assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_markdown_tables_hold_the_numbers(reported: tuple[SyntheticRun, Path, list[Path]]) -> None:
+    run, run_dir, _ = reported
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    mc = run.record("all", "memory-context", "hash")
+    low, high = mc["recall_accuracy_ci"]
+    assert f"| memory-context | hash | {_pct(mc['recall_accuracy'])} ({100 * low:.1f}–" in md
+    assert f"{100 * high:.1f})" in md
+    assert f"${mc['cost_usd']:,.4f}" in md and f"{mc['tokens_per_call']:,.0f}" in md
+    assert "3.5 / 11.0" in md  # hook p50 / p95
+    full = run.record("all", "full", "-")
+    assert f"| {full['fit']}/{full['probes']} |" in md
+    for suite in SUITES:
+        cjk = run.record(suite, "truncate", "-")
+        assert re.search(
+            rf"\| {suite} \| 24 \| [^\n]*{re.escape(_pct(cjk['recall_accuracy']))}", md
+        )
+    assert "## Provenance" in md and "0123456789abcdef" in md and "litellm 1.106.2" in md
+    assert "![Recall accuracy vs tokens per call](charts/recall_vs_tokens.png)" in md
+
+
+def test_checks_pass_on_a_good_run(reported: tuple[SyntheticRun, Path, list[Path]]) -> None:
+    _, run_dir, _ = reported
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    checks = md.split("## Checks", 1)[1].split("##", 1)[0]
+    assert "memory-context × hash beats truncate on recall accuracy in all 9 suites" in checks
+    assert "full fits 144 of 216 probes; on those it answers 100.0 %" in checks
+    assert "0 violations in all 36 records" in checks
+    assert "FAIL" not in checks
+
+
+def test_checks_name_the_suite_where_memory_context_loses(tmp_path: Path) -> None:
+    run = build_run()
+    truncate = run.record("cjk", "truncate", "-")["recall_accuracy"]
+    run.record("cjk", "memory-context", "hash")["recall_accuracy"] = truncate - 0.1
+    run.record("secrets", "memory-context", "hash")["recall_accuracy"] = run.record(
+        "secrets", "truncate", "-"
+    )["recall_accuracy"]
+    run.record("needle", "memory-context", "hash").update(
+        violations=3, violation_kinds={"pairing": 2, "hard_cap": 0, "window": 1, "secrets": 0}
+    )
+    run_dir = write_run(tmp_path / "run", run)
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert (
+        "- **FAIL**: memory-context × hash beats truncate on recall accuracy in 7 of 9 suites; "
+        f"not in cjk ({_pct(truncate - 0.1)} vs {_pct(truncate)}), secrets (tie at "
+    ) in md
+    assert "- **PASS**: memory-context × transformer beats truncate" in md
+    assert "- **FAIL**: violations in needle memory-context × hash: 3 (pairing 2, window 1)." in md
+    terminal = format_terminal_table(run.summary)
+    assert "FAIL  memory-context × hash beats truncate" in terminal and "cjk" in terminal
+
+
+def test_checks_say_when_something_beats_full_on_its_fitted_probes(tmp_path: Path) -> None:
+    run = build_run()
+    for row in run.probes:  # full misses a probe it fits that truncate answers
+        if row["suite"] == "needle" and row["probe"].endswith("p01"):
+            row["correct"] = row["strategy"] == "truncate"
+    run_dir = write_run(tmp_path / "run", run)
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "- **FAIL**: full fits 144 of 216 probes" in md
+    assert "full misses 1 probe(s) it fits" in md
+    assert "full is not the ceiling: other strategies answer fitted probes full misses in " in md
+    assert "misses in needle: truncate 1." in md
+
+
+def test_html_is_self_contained(reported: tuple[SyntheticRun, Path, list[Path]]) -> None:
+    _, run_dir, written = reported
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    assert "<link" not in page and "<script" not in page
+    assert page.count('src="data:image/png;base64,iVBORw0KGgo') == len(written) - 2
+    assert "<th>recall accuracy (95 % CI)</th>" in page and "memory-context × transformer" in page
+    assert '<span class="pass">PASS</span>' in page
+
+
+def test_report_is_byte_stable(reported: tuple[SyntheticRun, Path, list[Path]]) -> None:
+    _, run_dir, written = reported
+    before = {p: p.read_bytes() for p in written}
+    assert write_report(run_dir) == written
+    assert {p: p.read_bytes() for p in written} == before
+
+
+def test_tables_cope_with_missing_values_and_embeddings(tmp_path: Path) -> None:
+    run = build_run()
+    run.summary["records"] = [r for r in run.summary["records"] if r["embedding"] != "transformer"]
+    run.record("all", "full", "-").update(recall_accuracy=None, recall_accuracy_ci=None)
+    run.record("all", "truncate", "-")["hook_p95_ms"] = None
+    headline = headline_table(run.summary)
+    assert headline.rows[0][2] == "n/a" and headline.rows[1][12] == "n/a"
+    assert suite_table(run.summary).header == ("suite", "probes", "full", "truncate",
+                                                "memory-context × hash")  # fmt: skip
+    run_dir = write_run(tmp_path / "run", run)
+    (run_dir / "charts").mkdir()
+    (run_dir / "charts" / "hash_vs_transformer.png").write_bytes(b"stale")
+    names = [p.name for p in write_report(run_dir)]
+    assert "hash_vs_transformer.png" not in names
+    assert not (run_dir / "charts" / "hash_vs_transformer.png").exists()
+
+
+def test_terminal_table(reported: tuple[SyntheticRun, Path, list[Path]]) -> None:
+    run, _, _ = reported
+    text = format_terminal_table(run.summary)
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["strategy", "embedding", "recall"]
+    assert [line.split()[0] for line in lines[2:6]] == [
+        "full",
+        "truncate",
+        "memory-context",
+        "memory-context",
+    ]
+    assert _pct(run.record("all", "memory-context", "transformer")["recall_accuracy"]) in text
+    assert "PASS  memory-context × hash beats truncate" in text
+    assert max(len(line) for line in lines[:6]) < 200
+
+
+def test_report_main_rerenders_and_rejects_non_run_dirs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = write_run(tmp_path / "run")
+    assert report_main([str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "memory-context" in out and "report.html" in out
+    assert (run_dir / "report.md").exists()
+
+    assert report_main([str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert report_main([str(empty)]) == 2
+    assert "summary.json is missing" in capsys.readouterr().err
+    (run_dir / "trace.jsonl").unlink()
+    assert report_main([str(run_dir)]) == 2
+    assert "trace.jsonl is missing" in capsys.readouterr().err
+    with pytest.raises(RunDirError, match=r"trace\.jsonl"):
+        write_report(run_dir)
+    with pytest.raises(SystemExit):
+        report_main(["--help"])
+    assert "RUN_DIR" in capsys.readouterr().out
+
+
+def test_terminal_checks_compare_full_from_the_records_alone() -> None:
+    run = build_run()
+    run.record("long-haul", "full", "-")["recall_accuracy"] = 0.5
+    text = format_terminal_table(run.summary)
+    assert "FAIL  full's accuracy on the probes it fits is beaten in long-haul (" in text
+    assert "over different probe sets" in text
