@@ -112,6 +112,7 @@ class CallRow:
     cached_tokens: int  # leading tokens identical to the previous call's request
     recall_tokens: int
     probe: bool
+    output_tokens: int = 0  # tokens of the assistant message this call produced (0 for probes)
     events: list[str] = field(default_factory=list)  # "compaction", "trim", "overflow"
     latency_ms: float = 0.0
 

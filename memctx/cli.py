@@ -128,9 +128,10 @@ def _cmd_foundation(args: argparse.Namespace) -> int:
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
-    from memctx._gen import gen_main
+    from memctx._synth import gen_main
 
-    return gen_main(list(args.args))
+    status: int = gen_main(list(args.args))
+    return status
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
