@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -85,6 +86,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except (MemctxError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.strategy:
+        return _replay_strategy(args, transcript)
     reports = []
     for window in args.window:
         with tempfile.TemporaryDirectory(prefix="memctx-replay-") as tmp:
@@ -107,6 +110,30 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                     )
         print(format_replay(reports))
     bad = sum(r.summary()["violations"] + r.summary()["over_window"] for r in reports)
+    return 1 if bad else 0
+
+
+def _replay_strategy(args: argparse.Namespace, transcript: Any) -> int:
+    from memctx._eval_adapters import format_strategy_replay, replay_with_strategy
+
+    overrides = dict(item.split("=", 1) for item in args.set or [])
+    bad = 0
+    for window in args.window:
+        try:
+            result = replay_with_strategy(
+                transcript,
+                strategy=args.strategy,
+                embedding=args.embedding if args.strategy == "memory-context" else "-",
+                window=window,
+                overrides=overrides,
+                store_dir=Path(args.store) / f"w{window}" if args.store else None,
+            )
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        title = f"{Path(transcript.source).name} through {args.strategy} at {window:,} tokens"
+        print(format_strategy_replay(result, per_call=args.per_turn, title=title))
+        bad += sum(result.stats["violation_kinds"].values())
     return 1 if bad else 0
 
 
@@ -203,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--embedding", choices=["hash", "transformer"], default="hash")
     replay.add_argument("--store", help="keep the stores here (default: a temporary folder)")
+    replay.add_argument(
+        "--strategy",
+        help="play through a harness strategy (full, truncate, memory-context, ...) with agent "
+        "compaction, instead of MemoryContext alone at the transcript's own compactions",
+    )
     replay.add_argument("--per-turn", action="store_true", help="print one line per call")
     replay.add_argument("--json", action="store_true", help="print JSON instead of tables")
     replay.set_defaults(func=_cmd_replay)

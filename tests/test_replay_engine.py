@@ -179,3 +179,22 @@ def test_real_model_path_answers_and_judges_with_scripted_replies(tmp_path: Path
     probe = result.probes[0]
     assert probe.answer == "The orders queue listens on port 8743." and probe.judged is True
     assert client.usage().calls == 2 and client.usage().cost_usd > 0
+
+
+def test_cli_replays_a_transcript_through_a_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from memctx.cli import main
+
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(list(needle_scenario().sessions[0].messages)), encoding="utf-8")
+    args = ["replay", str(path), "--window", "16000", "--per-turn", "--strategy"]
+    assert main([*args, "truncate"]) == 0
+    printed = capsys.readouterr().out
+    assert "through truncate at 16,000 tokens" in printed and "violations 0" in printed
+    assert main([*args, "memory-context"]) == 0
+    printed = capsys.readouterr().out
+    assert "compaction" in printed  # the per-call lines mark where the agent compacted
+    assert main([*args, "nope"]) == 2
