@@ -54,5 +54,5 @@ class NaiveSeedHook:
                 removed.add(candidates[j])
                 total -= costs[candidates[j]]
             kept = repair_tool_pairing([m for i, m in enumerate(base) if i not in removed])
-        block = engine._recall(query, kept, {}) if len(query.strip()) >= 3 else None
+        block = engine._recall(query, kept, set()) if len(query.strip()) >= 3 else None
         return _insert(kept, block, infos)

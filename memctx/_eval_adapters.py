@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memctx._eval_engine import ScenarioResult, run_scenario
+from memctx._eval_metrics import percentile
 from memctx._eval_schema import CallRow
-from memctx._metrics import percentile
-from memctx._replay_engine import ScenarioResult, run_scenario
 from memctx._scenario import Scenario, Session
 from memctx._transcripts import Transcript
 

@@ -71,7 +71,7 @@ def scenarios_digest(suites: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
 
 def provenance(options: Any, suites: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     """The provenance block of ``summary.json``."""
-    from memctx._synth import GENERATOR_VERSION
+    from memctx._gen import GENERATOR_VERSION
 
     datasets = (
         "generated (quick)"

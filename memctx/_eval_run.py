@@ -59,7 +59,7 @@ class EvalOptions:
 
     Attributes:
         suites: Suite names; empty means every suite of the datasets.
-        strategies: Strategy names (see ``memctx._strategies.STRATEGIES``).
+        strategies: Strategy names (see ``memctx._eval_strategies.STRATEGIES``).
         embeddings: Embedders for strategies that search.
         windows: Context windows to play at; empty means each scenario's own window.
         quick: Generate a small set in memory (``QUICK_SCALE``) instead of the frozen one.
@@ -121,7 +121,7 @@ def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
         EvalError: An unknown suite, or frozen datasets that are missing or do not match
             their manifest (the message says how to regenerate them).
     """
-    from memctx._synth import SUITES, generate_suite, verify_datasets
+    from memctx._gen import SUITES, generate_suite, verify_datasets
 
     suites = options.suites or SUITES
     unknown = [s for s in suites if s not in SUITES]
@@ -149,7 +149,7 @@ def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
 
 
 def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_Job]:
-    from memctx._strategies import STRATEGIES
+    from memctx._eval_strategies import STRATEGIES
 
     unknown = [s for s in options.strategies if s not in STRATEGIES]
     if unknown:
@@ -175,7 +175,7 @@ def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_J
 
 def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any]:
     """Replay one job (runs in a worker process)."""
-    from memctx._replay_engine import run_scenario
+    from memctx._eval_engine import run_scenario
 
     work_dir = Path(work_root) / f"job-{job.index:05d}"
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -230,7 +230,7 @@ def run_eval(options: EvalOptions) -> Path:
     Raises:
         EvalError: Bad options or missing datasets (nothing is written then).
     """
-    from memctx._metrics import aggregate
+    from memctx._eval_metrics import aggregate
 
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     wall = time.perf_counter()

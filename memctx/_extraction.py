@@ -226,7 +226,7 @@ class _Run:
                 theirs = set(tokenize_unique(fact.content))
                 if shared := len(words & theirs):
                     scored.append((shared / len(words | theirs), fact.timestamp, fact))
-        scored.sort(key=lambda s: (-s[0], -s[1], s[2].id))
+        scored.sort(key=lambda s: (-s[0], -s[1], s[2].content, s[2].id))  # ids are random
         for _, _, fact in scored[: max(0, _CANDIDATES - len(chosen))]:
             chosen[fact.id] = fact
         return list(chosen.values())[:_CANDIDATES]

@@ -328,7 +328,8 @@ class KnowledgeStore:
 
         Score: the IDF-weighted share of the distinct query tokens the fact contains (content
         and context), IDF being Lucene's over all stored facts, so rare words count more and a
-        fact with every query token scores 1.0. Ties: newer first.
+        fact with every query token scores 1.0. Ties: newer first, then by content (ids are
+        random, so they must not decide the order).
         """
         q = tokenize_unique(query)
         if not q or limit <= 0:
@@ -349,7 +350,7 @@ class KnowledgeStore:
                 if count >= need and (include_superseded or fact.live):
                     got = sum(idf[t] for t in q if t in self._tokens[fid])
                     hits.append((fact, min(1.0, got / total)))
-        hits.sort(key=lambda h: (-h[1], -h[0].timestamp, h[0].id))
+        hits.sort(key=lambda h: (-h[1], -h[0].timestamp, h[0].content, h[0].id))
         return hits[:limit]
 
     def live_facts(self) -> list[Fact]:

@@ -43,14 +43,15 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from memctx._bm25 import BM25Index
 from memctx._embeddings import Embedder
 from memctx._errors import StoreError, VmemError
-from memctx._raw_store_base import O_CLOEXEC, RawStoreBase
+from memctx._raw_store_base import O_CLOEXEC
+from memctx._raw_store_compact import CompactingStore
 from memctx._raw_store_index import age_cutoff
 from memctx._raw_store_io import (
     Prepared,
@@ -62,8 +63,6 @@ from memctx._raw_store_io import (
     fsync_dir,
     path_ident,
     prepare_segment,
-    read_runs,
-    rewrite_file,
     rollback,
     validate_session_id,
     write_all,
@@ -79,11 +78,8 @@ NewSegment = tuple[str, str, str] | dict[str, Any]
 """An item of :meth:`RawStore.add_many`: ``(session_id, role, content)`` or a mapping with
 ``session_id``, ``role``, ``content`` and optional ``timestamp`` and ``turn``."""
 
-_COMPACT_RATIO: Final = 0.10  # compact when dead lines pass 10% of live ones...
-_COMPACT_MIN_DEAD: Final = 64  # ...and this many (a tiny store would rewrite on every add)
 
-
-class RawStore(RawStoreBase):
+class RawStore(CompactingStore):
     """Archived segments of every session: ``segments.jsonl`` + ``vectors.bin`` + indexes.
 
     Args:
@@ -183,7 +179,8 @@ class RawStore(RawStoreBase):
                 for i in todo:
                     results[i] = prepared[i].segment
             self._evict()
-            self._maybe_compact()
+            if self.auto_compact:
+                self._maybe_compact()
         return results
 
     def _writer(self) -> int:
@@ -245,66 +242,6 @@ class RawStore(RawStoreBase):
         self._file_lines += len(items)
         self._uncached += len(items)
         self._finish_scan(pos, 0)
-
-    # -- compaction ----------------------------------------------------------------------
-
-    def _maybe_compact(self) -> None:
-        """Compact once dead lines pass ~10% of live ones: amortised, never per add."""
-        dead = self._file_lines - len(self._idx)
-        live_share = int(len(self._idx) * _COMPACT_RATIO)
-        if dead > max(_COMPACT_MIN_DEAD, live_share, self._compact_backoff):
-            try:
-                self._compact()
-            except StoreError as exc:  # the add itself succeeded; retry much later
-                logger.warning("%s", exc)
-                self._compact_backoff = 2 * dead
-
-    def compact(self) -> None:
-        """Rewrite ``segments.jsonl`` and ``vectors.bin`` with the live segments only.
-
-        Raises:
-            StoreError: The new files cannot be written (the old ones stay as they were).
-        """
-        with self._lock:
-            self._ensure_open()
-            if self._ident is None:
-                return
-            try:
-                with self._file_locked(create=False):
-                    self.refresh()
-                    self._compact()
-            except OSError as exc:
-                raise StoreError(f"cannot compact {self._seg_path}: {exc}") from exc
-
-    def _compact(self) -> None:
-        rfd, idx = self._rfd, self._idx
-        assert rfd is not None
-        order = sorted(idx.info, key=idx.loc.__getitem__)
-        new_loc: dict[int, tuple[int, int]] = {}
-        size = 0
-        for key in order:
-            new_loc[key] = (size, idx.loc[key][1])
-            size += idx.loc[key][1] + 1
-        lines = read_runs(rfd, [idx.loc[k] for k in order])
-        try:
-            # Vectors first: a crash in between leaves dead lines (re-evicted), not lost vectors.
-            self._vfile.rewrite(*idx.snapshot_vectors())
-            rewrite_file(self._seg_path, lines)
-        except (OSError, VmemError, ValueError) as exc:
-            raise StoreError(f"cannot compact {self._seg_path}: {exc}; it is unchanged") from exc
-        for fd in (self._rfd, self._wfd):
-            if fd is not None:
-                os.close(fd)
-        self._rfd = self._wfd = None
-        self._open_read()
-        idx.relocate(new_loc)
-        self._file_lines = len(order)
-        self._finish_scan(size, 0)
-        self._compactions += 1
-        self._compact_backoff = 0
-        # A long-lived writer may never close: refresh the term cache now and then, but
-        # rarely (half the store missing), as the adds pay for it (~0.3 s at 20,000).
-        self._save_terms(stale_share=0.5)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ from memctx._raw_store_terms import (
 from memctx._raw_store_vectors import VectorFile
 from memctx._redact import Redactor
 
-__all__ = ["DEFAULT_REDACTOR", "RawStoreBase"]
+__all__ = ["DEFAULT_REDACTOR", "RawStoreBase", "gc_paused"]
 
 logger = logging.getLogger("memctx")
 
@@ -243,7 +243,7 @@ class RawStoreBase:
 
     def _load(self) -> None:
         """(Re)build the in-memory state: stream the lines, then the vectors under the lock."""
-        with _gc_paused():
+        with gc_paused():
             self._load_files()
 
     def _load_files(self) -> None:
@@ -401,7 +401,7 @@ class RawStoreBase:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Hold the cyclic garbage collector off while a store loads.
 
     A load creates a few hundred thousand containers that all stay alive, so the full

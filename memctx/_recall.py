@@ -89,7 +89,7 @@ def _own_text(info: MessageInfo) -> str:
 def knowledge_items(store: KnowledgeStore, query: str, limit: int) -> list[RecallItem]:
     """Live facts matching ``query`` (the store's adaptive keyword threshold), best first."""
     return [
-        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id)
+        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id, (fact.timestamp, 0))
         for fact, score in store.search(query, limit=limit)
     ]
 
@@ -122,12 +122,19 @@ def detail_items(
         )
         with store.lock:
             # Metadata first: no file read for segments that are skipped.
-            fresh = [h for h in hits if store.segment(h.key).id not in exclude_ids]
+            fresh = (
+                [h for h in hits if store.segment(h.key).id not in exclude_ids]
+                if exclude_ids
+                else hits
+            )
             if len(fresh) >= limit or len(hits) < want:
                 for hit in fresh[:limit]:
                     segment = store.get(hit.key)
                     label = detail_label(segment.timestamp, segment.role)
-                    out.append(RecallItem("detail", segment.content, hit.score, label, segment.id))
+                    order = (segment.timestamp, hit.key)  # store keys grow with each add
+                    out.append(
+                        RecallItem("detail", segment.content, hit.score, label, segment.id, order)
+                    )
                 break
         want *= 4  # most of the best hits are still in the context: look further
     return out

@@ -57,6 +57,10 @@ class RecallItem:
         score: Relevance; higher enters first and is dropped last.
         label: ``decision`` for a fact; ``2026-02-10 14:31 assistant`` for a detail.
         ref: Where it came from (fact id, segment id), for stats and tests.
+        order: Where it sits in time: ``(timestamp, sequence)``, the sequence breaking ties
+            between messages archived at the same moment (parallel tool results). Ties in
+            score and chronology are broken by it, never by ``ref``: ids are random UUIDs,
+            and the same inputs must give the same block.
     """
 
     kind: Literal["knowledge", "detail"]
@@ -64,6 +68,7 @@ class RecallItem:
     score: float
     label: str
     ref: str = ""
+    order: tuple[float, int] = (0.0, 0)
 
     def render(self) -> str:
         if self.kind == "knowledge":
@@ -107,7 +112,7 @@ def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> Reca
         else:
             hi = mid - 1
     head = item.text[:lo].rstrip()
-    return RecallItem(item.kind, head + _CUT_MARK, item.score, item.label, item.ref)
+    return RecallItem(item.kind, head + _CUT_MARK, item.score, item.label, item.ref, item.order)
 
 
 def _take(
@@ -116,12 +121,17 @@ def _take(
     """Best-first greedy fill of ``budget``; returns the chosen items and the tokens used."""
     chosen: list[RecallItem] = []
     used = 0
-    for item in sorted(items, key=lambda i: (-i.score, i.ref, i.text)):
+    for item in sorted(items, key=_by_score):
         cost = count(item.render()) + 1  # + the newline joining it
         if used + cost <= budget:
             chosen.append(item)
             used += cost
     return chosen, used
+
+
+def _by_score(item: RecallItem) -> tuple[float, tuple[float, int], str]:
+    """Best first; among equal scores the earlier item, then by text (deterministic)."""
+    return (-item.score, item.order, item.text)
 
 
 def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> str:
@@ -162,11 +172,11 @@ def build_recall_block(
     trimmed = [_cut(d, cut_to, count) for d in details]
     kept_d, _ = _take(trimmed, d_budget, count)
     # Details in conversation order read better than by score: keep score order only for
-    # dropping. Labels start with the timestamp, so sorting by label is chronological.
-    by_score = sorted(kept_d, key=lambda i: (-i.score, i.ref, i.text))
+    # dropping.
+    by_score = sorted(kept_d, key=_by_score)
     dropped = len(knowledge) - len(kept_k) + len(details) - len(kept_d)
     while True:
-        shown = sorted(by_score, key=lambda i: (i.label, i.ref))
+        shown = sorted(by_score, key=lambda i: (i.order, i.label, i.text))
         text = _render(kept_k, shown)
         tokens = count(text)
         if tokens <= cap_tokens and (kept_k or shown):

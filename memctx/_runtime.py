@@ -32,11 +32,14 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from memctx._anatomy import InfoCache, MessageInfo, RoleKind, inspect_message
+import numpy as np
+
+from memctx._anatomy import InfoCache, RoleKind
 from memctx._config import MemoryContextConfig
 from memctx._embeddings import Embedder
 from memctx._pairing import pairing_violations, repair_tool_pairing
@@ -46,8 +49,9 @@ from memctx._runtime_archive import Archive
 from memctx._runtime_stats import HookTimer
 from memctx._search import SearchParams
 from memctx._tokens import TokenCounter
-from memctx._trim import TrimCache, is_compaction_summary, smart_trim
-from memctx._trim_scoring import KnownInfos, MessageFacts
+from memctx._trim import TrimCache, is_compaction_summary, trim_read
+from memctx._trim_scoring import IntArray
+from memctx._trim_state import ReadInfos
 from memctx._worker import BackgroundWorker
 
 __all__ = ["MemoryContext"]
@@ -246,50 +250,75 @@ class MemoryContext:
         _check_messages(messages)
         if not self.config.enabled:
             return messages
-        count = self._tokens.count_message
-        # One reading per turn, shared with smart trim: for the usual input (last turn's
-        # list plus new messages) only the new messages are read.
+        # The trim cache is this engine's own: holding its lock for the whole turn lets the
+        # turn read its input once and hand that reading to smart trim and the archive.
         with self._trim_cache.lock:
-            facts = list(self._trim_cache.read(messages, count).facts)
-        if any(f.recalled for f in facts):
-            pairs = [(m, f) for m, f in zip(messages, facts, strict=True) if not f.recalled]
-            base = [m for m, _ in pairs]
-            facts = [f for _, f in pairs]
+            return self._context_read(messages)
+
+    def _context_read(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        count = self._tokens.count_message
+        cache = self._trim_cache
+        # For the usual input (last turn's list plus new messages) only the new ones are read.
+        state = cache.read(messages, count)
+        recalled = state.recalled
+        turn_at: IntArray | None = None  # position in ``messages`` of each of ``base``
+        if recalled.any():
+            turn_at = np.flatnonzero(~recalled)
+            base = [messages[i] for i in turn_at.tolist()]
+            base_facts = [state.facts[i] for i in turn_at.tolist()]
+            total = int(state.tokens[turn_at].sum())
         else:
             base = list(messages)
-        known = dict(zip(map(id, base), facts, strict=True))
-        infos = _FactsInfos(known)
+            base_facts = state.facts
+            total = int(state.tokens.sum())
+        infos = ReadInfos(base, base_facts)
         query = build_query(base, infos)
-        total = sum(f.tokens for f in facts)
         kept = base
+        # Trim-cache keys of the messages sent (a superset is harmless: recalled blocks are
+        # never archived), and those sent that the cache has not read (repair copies).
+        kept_keys = state.keys
+        unread: list[dict[str, Any]] = []
         trimmed = False
         overflow = total > self.window - self.config.reserve_tokens
         if total > self.safe_limit and (len(query.strip()) >= 3 or overflow):
-            result = smart_trim(
+            if turn_at is not None:  # recalled blocks dropped: smart trim reads ``base``
+                state = cache.read(base, count)
+            result = trim_read(
                 base,
+                state,
                 query,
                 self.safe_limit,
+                cache=cache,
                 protected_recent=self.config.protected_recent_messages,
                 count_tokens=count,
-                cache=self._trim_cache,
                 force=overflow,
             )
             kept = result.kept
             total = result.tokens_after
-            trimmed = True
+            # Without a removal smart trim may have returned early, before its repair.
+            trimmed = result.did_trim
             if result.did_trim:
                 self._counts["trims"] += 1
                 self._counts["trimmed_messages"] += len(result.trimmed)
-                self._archive.trimmed(result.trimmed, messages, known)
+                at = np.asarray(result.trimmed_at, dtype=np.int64)
+                turns = turn_at[at] if turn_at is not None else at
+                self._archive.trimmed(base, state.facts, at, state.keys[at], turns)
+                kept_at = np.asarray(result.kept_at, dtype=np.int64)
+                kept_keys = state.keys[kept_at[kept_at >= 0]]
+                if len(kept_at) and kept_at.min() < 0:
+                    unread = [m for m, i in zip(kept, result.kept_at, strict=True) if i < 0]
                 # Ask with what the model will see: the same query next turn on this output,
                 # which keeps the hook idempotent even if an old user message was trimmed.
                 query = build_query(kept, infos)
-        block = self._recall(query, kept, known) if len(query.strip()) >= 3 else None
+        block = None
+        if len(query.strip()) >= 3:
+            block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
         out = _insert(kept, block, infos)
         if block is not None:
             total += count(block)
         # After a trim its own repair ran, and the block goes before any call, so only an
-        # untrimmed input (the agent's own list) can still hold a broken pair.
+        # untrimmed input (the agent's own list, e.g. with nothing trimmable) can still hold
+        # a broken pair.
         if not trimmed and pairing_violations(out, cache=infos):
             self._counts["pairing_repairs"] += 1
             out = repair_tool_pairing(out, cache=infos)
@@ -299,9 +328,12 @@ class MemoryContext:
         return out
 
     def _recall(
-        self, query: str, kept: Sequence[dict[str, Any]], known: Mapping[int, MessageFacts]
+        self, query: str, kept: Sequence[dict[str, Any]], in_context: set[str]
     ) -> dict[str, Any] | None:
-        """The recall message for this turn, or ``None`` when nothing relevant fits."""
+        """The recall message for this turn, or ``None`` when nothing relevant fits.
+
+        ``in_context`` names the archived segments whose message is being sent.
+        """
         knowledge = (
             knowledge_items(self._archive.knowledge, query, self.config.knowledge_search_limit)
             if self._archive.has_knowledge()
@@ -316,7 +348,7 @@ class MemoryContext:
                 cross_session=self.config.cross_session,
                 params=self._params,
                 limit=_DETAIL_CANDIDATES,
-                exclude_ids=self._archive.segments_in(kept, known),
+                exclude_ids=in_context,
             )
         details += self._archive.pending_items(query, _DETAIL_CANDIDATES)
         # The cap holds for the message as sent, so its framing comes off the text budget.
@@ -336,21 +368,11 @@ class MemoryContext:
         return recall_message(block, like)
 
 
-class _FactsInfos(KnownInfos):
-    """Anatomy readings straight from this turn's trim-cache facts (no copy of the map)."""
-
-    def __init__(self, known: Mapping[int, MessageFacts]) -> None:
-        super().__init__({})
-        self._facts = known
-
-    def info(self, message: object) -> MessageInfo:
-        found = self._facts.get(id(message))
-        return found.info if found is not None else inspect_message(message)
-
-
 def _check_messages(messages: object) -> None:
     if not isinstance(messages, list):
         raise TypeError(f"messages must be a list of message dicts, got {type(messages).__name__}")
+    if all(map(isinstance, messages, repeat(dict))):  # the usual case, in one C-level pass
+        return
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise TypeError(f"messages[{i}] must be a dict, got {type(m).__name__}")

@@ -34,20 +34,17 @@ makes (shallow) copies, of the messages it has to edit.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import is_
 from typing import Any
 
 import numpy as np
 
 from memctx._anatomy import MessageInfo, RoleKind, inspect_message
-from memctx._pairing import repair_tool_pairing
 from memctx._tokens import estimate_message_tokens
+from memctx._trim_result import TrimCounts, TrimResult, finish_trim
 from memctx._trim_scoring import (
     BoolArray,
     FloatArray,
     IntArray,
-    KnownInfos,
     SessionState,
     TrimCache,
     UnitMap,
@@ -65,6 +62,7 @@ __all__ = [
     "protected_mask",
     "smart_trim",
     "tool_units",
+    "trim_read",
 ]
 
 MIN_QUERY_CHARS = 3
@@ -103,55 +101,6 @@ def is_compaction_summary(message: object, info: MessageInfo | None = None) -> b
     if info.kind in (RoleKind.TOOL, RoleKind.UNKNOWN):
         return False
     return info.text.lstrip().startswith(COMPACTION_SUMMARY_PREFIXES)
-
-
-@dataclass(frozen=True, slots=True)
-class TrimCounts:
-    """Messages removed, by the step that removed them.
-
-    Attributes:
-        bm25: Removed by layer 2 (low relevance to the query).
-        oldest: Removed by layer 3 (oldest first).
-        pairing: Dropped whole by the final pairing repair.
-        pairing_edited: Kept, but as a copy without some blocks, by the pairing repair.
-    """
-
-    bm25: int = 0
-    oldest: int = 0
-    pairing: int = 0
-    pairing_edited: int = 0
-
-    @property
-    def removed(self) -> int:
-        """Messages removed in all (edited ones are kept, so not counted)."""
-        return self.bm25 + self.oldest + self.pairing
-
-
-@dataclass(frozen=True, slots=True)
-class TrimResult:
-    """What :func:`smart_trim` did.
-
-    Attributes:
-        kept: The messages to send, in their original order: the caller's own dicts, except
-            copies the pairing repair had to edit. Without a trim, the input's contents.
-        trimmed: The removed messages that may be archived (never a recalled block), in
-            original order.
-        did_trim: Whether anything was removed or edited.
-        tokens_before: Tokens of the input.
-        tokens_after: Tokens of ``kept``; above the limit only if the protected messages
-            alone are (the runtime must then compact).
-        layer_counts: Removals per layer; ``layer_counts.removed`` equals
-            ``len(trimmed) + dropped_recalled``.
-        dropped_recalled: Recalled blocks removed (never archived, so not in ``trimmed``).
-    """
-
-    kept: list[Any]
-    trimmed: list[Any]
-    did_trim: bool
-    tokens_before: int
-    tokens_after: int
-    layer_counts: TrimCounts = field(default_factory=TrimCounts)
-    dropped_recalled: int = 0
 
 
 def tool_units(infos: Sequence[MessageInfo]) -> list[list[int]]:
@@ -256,17 +205,48 @@ def smart_trim(
     with cache.lock:
         messages = list(messages)
         state = cache.read(messages, counter)
-        total = int(state.tokens.sum())
-        if total <= safe_limit or (len(query.strip()) < MIN_QUERY_CHARS and not force):
-            return TrimResult(messages, [], False, total, total)
-        keep = _protect(messages, state, protected_recent)
-        candidates = np.flatnonzero(~keep)
-        if not len(candidates):
-            return TrimResult(messages, [], False, total, total)
-        scores = cache.relevance(state, candidates, query)
-        excess = total - safe_limit
-        removed, bm25, oldest = _choose(state, candidates, scores, excess, relevant_share)
-        return _finish(messages, state, removed, bm25, oldest, total, counter)
+        return trim_read(
+            messages,
+            state,
+            query,
+            safe_limit,
+            cache=cache,
+            protected_recent=protected_recent,
+            count_tokens=counter,
+            relevant_share=relevant_share,
+            force=force,
+        )
+
+
+def trim_read(
+    messages: list[Any],
+    state: SessionState,
+    query: str,
+    safe_limit: int,
+    *,
+    cache: TrimCache,
+    protected_recent: int = DEFAULT_PROTECTED_RECENT,
+    count_tokens: Callable[[object], int] = estimate_message_tokens,
+    relevant_share: float = RELEVANT_SHARE,
+    force: bool = False,
+) -> TrimResult:
+    """:func:`smart_trim` of messages the caller has just read with ``cache``.
+
+    For a caller that needs the reading itself (the runtime: token total, recalled blocks,
+    anatomy), so that one turn reads its input once. The caller holds ``cache.lock`` and
+    ``state`` is what ``cache.read(messages, count_tokens)`` returned under it.
+    """
+    total = int(state.tokens.sum())
+    if total <= safe_limit or (len(query.strip()) < MIN_QUERY_CHARS and not force):
+        return TrimResult(messages, [], False, total, total)
+    keep = _protect(messages, state, protected_recent)
+    candidates = np.flatnonzero(~keep)
+    if not len(candidates):
+        return TrimResult(messages, [], False, total, total)
+    scores = cache.relevance(state, candidates, query)
+    excess = total - safe_limit
+    removed, bm25, oldest = _choose(state, candidates, scores, excess, relevant_share)
+    return finish_trim(messages, state, removed, bm25, oldest, total, count_tokens)
 
 
 def _choose(
@@ -310,101 +290,3 @@ def _prefix_covering(order: IntArray, unit_tokens: IntArray, excess: int) -> Int
         return order[:0]
     reached = np.cumsum(unit_tokens[order])
     return order[: int(np.searchsorted(reached, excess, side="left")) + 1]
-
-
-def _finish(
-    messages: list[Any],
-    state: SessionState,
-    removed: IntArray,
-    bm25: int,
-    oldest: int,
-    tokens_before: int,
-    counter: Callable[[object], int],
-) -> TrimResult:
-    """Defensive pairing repair over the survivors, then the accounting."""
-    facts = state.facts
-    gone = np.zeros(len(messages), dtype=np.bool_)
-    gone[removed] = True
-    kept_at: list[int] = np.flatnonzero(~gone).tolist()
-    kept = [messages[i] for i in kept_at]
-    known = {id(messages[i]): facts[i].info for i in kept_at}
-    repaired = repair_tool_pairing(kept, cache=KnownInfos(known))
-    counts = TrimCounts(bm25, oldest)
-    if len(repaired) == len(kept) and all(map(is_, repaired, kept)):
-        # The usual case: the repair found nothing. Layers 2 and 3 never remove a
-        # protected message, so no recalled block is among the removed.
-        return TrimResult(
-            kept=repaired,
-            trimmed=[messages[i] for i in removed.tolist()],
-            did_trim=bool(counts.removed),
-            tokens_before=tokens_before,
-            tokens_after=tokens_before - int(state.tokens[removed].sum()),
-            layer_counts=counts,
-        )
-    lost, edited = _align(kept, repaired)
-    dropped = [kept_at[k] for k in lost]  # positions in ``messages`` dropped whole
-    gone[dropped] = True
-    recalled = sum(1 for i in dropped if facts[i].recalled)
-    trimmed = [messages[i] for i in np.flatnonzero(gone).tolist() if not facts[i].recalled]
-    # Copies made by the repair are new objects, so their ids differ from every original's.
-    original_tokens = {id(messages[i]): facts[i].tokens for i in kept_at}
-    tokens_after = sum(
-        t if (t := original_tokens.get(id(m))) is not None else counter(m) for m in repaired
-    )
-    counts = TrimCounts(bm25, oldest, len(dropped), edited)
-    return TrimResult(
-        kept=repaired,
-        trimmed=trimmed,
-        did_trim=True,
-        tokens_before=tokens_before,
-        tokens_after=tokens_after,
-        layer_counts=counts,
-        dropped_recalled=recalled,
-    )
-
-
-_BLOCK_FIELDS = ("content", "tool_calls", "parts")
-
-
-def _align(before: Sequence[object], after: Sequence[object]) -> tuple[list[int], int]:
-    """Which messages of ``before`` the repair dropped, and how many it edited.
-
-    The repair keeps order and returns each survivor either as the same object or as a
-    shallow copy that lost some blocks (its other values are the very same objects).
-    """
-    originals = {id(m) for m in before}
-    lost: list[int] = []
-    edited = k = 0
-    for i, message in enumerate(before):
-        if k < len(after):
-            candidate = after[k]
-            if candidate is message:
-                k += 1
-                continue
-            if id(candidate) not in originals and _is_edit_of(candidate, message):
-                k += 1
-                edited += 1
-                continue
-        lost.append(i)
-    return lost, edited
-
-
-def _is_edit_of(copy: object, original: object) -> bool:
-    """Whether ``copy`` is ``original`` with some blocks removed by the pairing repair."""
-    if not (isinstance(copy, Mapping) and isinstance(original, Mapping)):
-        return False
-    if not copy.keys() <= original.keys():
-        return False
-    for key, value in copy.items():
-        old = original[key]
-        if value is old:
-            continue
-        if key not in _BLOCK_FIELDS or not isinstance(value, list):
-            return False
-        if isinstance(old, list):
-            rest = iter(old)  # a subsequence, by identity: blocks are never copied
-            if not all(any(b is s for s in rest) for b in value):
-                return False
-        elif not (isinstance(old, Mapping) and not value):  # a lone result block, removed
-            return False
-    return True

@@ -155,7 +155,7 @@ def _cmd_foundation(args: argparse.Namespace) -> int:
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
-    from memctx._synth import gen_main
+    from memctx._gen import gen_main
 
     status: int = gen_main(list(args.args))
     return status

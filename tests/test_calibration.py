@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import dataset_path
+from helpers.datasets import dataset_path
 
 from memctx._calibration import measure_counter
 from memctx._report_foundation import _claude_sessions

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import dataset_path
+from helpers.datasets import dataset_path
 
 from memctx._locomo import load_locomo, normalise_evidence
 from memctx._locomo_bench import DEFAULT_METHOD, METHODS, run_locomo

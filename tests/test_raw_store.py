@@ -437,6 +437,23 @@ def test_compaction_is_amortised_and_keeps_file_and_index_consistent(tmp_path: P
     assert [s.id for s in again.segments()] == live and counting.calls == 0
 
 
+def test_without_auto_compact_dead_lines_wait_for_maybe_compact(tmp_path: Path) -> None:
+    store = make_store(tmp_path, max_segments=20)
+    store.auto_compact = False
+    assert not store.maybe_compact()  # nothing written yet: nothing to do
+    for i in range(200):
+        store.add("s1", "user", f"note {i} about topic {i % 7}", timestamp=NOW - 1000 + i)
+    stats = store.stats()
+    assert stats["compactions"] == 0 and stats["dead_lines"] == 180
+    assert store.compaction_due()
+    live = [s.id for s in store.segments()]
+    assert store.maybe_compact() and not store.compaction_due()
+    assert not store.maybe_compact()  # not due any more
+    assert store.stats()["compactions"] == 1 and store.stats()["dead_lines"] == 0
+    assert [json.loads(line)["id"] for line in file_lines(tmp_path)] == live
+    assert [s.id for s in store.segments()] == live
+
+
 # -- cross-session -----------------------------------------------------------------------------
 
 

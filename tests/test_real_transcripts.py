@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import DATASETS, dataset_path
+from helpers.datasets import DATASETS, dataset_path
 
 from memctx._pairing import pairing_violations, repair_tool_pairing
 from memctx._report_foundation import deletion_trials

@@ -147,3 +147,27 @@ def test_build_is_deterministic(cap: int) -> None:
     a = build_recall_block(facts, details, cap)
     b = build_recall_block(list(reversed(facts)), list(reversed(details)), cap)
     assert a == b
+
+
+def test_ties_are_broken_by_archive_order_never_by_the_random_id() -> None:
+    # Parallel tool results archived in the same second: equal scores and labels. Their
+    # order (and which one the cap drops) must follow the archive, whatever ids they got.
+    label = "2026-02-10 14:31 user"
+    texts = ["first result " * 20, "second result " * 20, "third result " * 20]
+
+    def block(refs: list[str], cap: int) -> str:
+        items = [
+            RecallItem("detail", t, 0.5, label, ref, (1_770_000_000.0, n))
+            for n, (t, ref) in enumerate(zip(texts, refs, strict=True))
+        ]
+        built = build_recall_block([], items, cap)
+        assert built is not None
+        return built.text
+
+    for cap in (400, 200):
+        a = block(["z-id", "a-id", "m-id"], cap)
+        assert a == block(["a-id", "z-id", "b-id"], cap)
+    full = block(["z", "a", "m"], 400)
+    assert full.index("first") < full.index("second") < full.index("third")
+    squeezed = block(["z", "a", "m"], 200)
+    assert "first" in squeezed and "third" not in squeezed  # the later tie is dropped first

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import dataset_path
+from helpers.datasets import dataset_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

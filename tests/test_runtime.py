@@ -171,7 +171,7 @@ def test_an_internal_failure_returns_the_input_and_is_counted(
     def broken(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("index exploded")
 
-    monkeypatch.setattr(runtime, "smart_trim", broken)
+    monkeypatch.setattr(runtime, "trim_read", broken)
     msgs = long_session()
     with engine(tmp_path) as mem:
         assert mem.on_context(msgs) is msgs
@@ -277,3 +277,76 @@ def test_concurrent_hooks_from_threads_do_not_break(tmp_path: Path) -> None:
     assert not errors
     assert counts["on_context"] == 20 and counts["on_before_compact"] == 20
     assert "on_context_failures" not in counts
+
+
+def test_store_compaction_runs_on_the_worker_never_in_the_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memctx._raw_store_compact import CompactingStore
+
+    threads: list[str] = []
+    original = CompactingStore._compact
+
+    def spy(self: CompactingStore) -> None:
+        threads.append(threading.current_thread().name)
+        original(self)
+
+    monkeypatch.setattr(CompactingStore, "_compact", spy)
+    history = long_session(n=10)
+    with engine(tmp_path, config=cfg(max_segments=20)) as mem:
+        for i in range(10, 130, 2):  # old messages fall out, get archived, then evicted
+            history = [*history[:-1], filler(i), filler(i + 1), history[-1]]
+            mem.on_context(history)
+        assert mem.wait_idle(30)
+        store = mem.stats()["raw_store"]
+        counts = mem.stats()["counts"]
+    assert counts["trims"] >= 50 and "on_context_failures" not in counts
+    assert store["segments"] == 20 and store["compactions"] >= 1
+    assert store["dead_lines"] <= 64 + 20  # compacted, as often as an add would have
+    assert threads and set(threads) == {"memctx-s1"}  # the worker's thread, not the hook's
+
+
+def test_turns_of_archived_messages_are_their_positions_in_the_input(tmp_path: Path) -> None:
+    msgs = long_session()
+    recalled = {"role": "user", "content": "<recalled-context>\nold\n</recalled-context>"}
+    with_block = [msgs[0], recalled, *msgs[1:]]
+    with engine(tmp_path) as mem:
+        mem.on_context(with_block)
+        turns = {s.content: s.turn for s in mem._archive.raw.segments()}
+    assert turns  # something was trimmed and archived
+    for i, m in enumerate(with_block):
+        if m["content"] in turns:
+            assert turns[m["content"]] == i
+
+
+def test_key_set_answers_for_arrays_of_keys() -> None:
+    from memctx._runtime_messages import KeySet
+
+    keys = KeySet()
+    assert not keys.has(np.array([0, 5, 10**6], dtype=np.int64)).any()
+    keys.add([])
+    keys.add([3, 5000])  # grows past its first size
+    found = keys.has(np.array([3, 4, 5000, 5001, 10**7], dtype=np.int64))
+    assert found.tolist() == [True, False, True, False, False]
+
+
+def test_a_broken_pair_is_repaired_when_nothing_could_be_trimmed(tmp_path: Path) -> None:
+    # Over the window, but every message is protected: smart trim returns early, before
+    # its own repair, so the hook must still repair the unanswered call.
+    call = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    msgs = [
+        {"role": "user"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": "done"},
+        {"role": "assistant", "content": "done again"},
+    ]
+    with MemoryContext(
+        cfg(knowledge_extraction=False),
+        store_dir=tmp_path / "store",
+        session_id="s1",
+        context_window_tokens=1,
+    ) as mem:
+        out = mem.on_context(msgs)
+        assert pairing_violations(out) == [] and out == [msgs[0], *msgs[2:]]
+        assert mem.stats()["counts"]["pairing_repairs"] == 1
+        assert mem.on_context(out) == out

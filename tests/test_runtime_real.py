@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import dataset_path
+from helpers.datasets import dataset_path
 
 from memctx._replay import ReplayReport, format_replay, replay_transcript
 from memctx._transcripts import load_transcript

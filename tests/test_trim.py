@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ from memctx._trim import (
     protected_mask,
     smart_trim,
     tool_units,
+    trim_read,
 )
+from memctx._trim_state import ReadInfos
 from tests.strategies import FORMATS, RECALLED_TEXT, SUMMARY_TEXTS, Call, Turn, render
 
 Message = dict[str, Any]
@@ -422,6 +425,8 @@ def test_results_broken_in_the_input_are_repaired_and_counted() -> None:
     assert copied is not edited and copied["content"] == [edited["content"][1]]
     assert result.tokens_after == tokens(result.kept)
     assert result.layer_counts.removed == len(result.trimmed) + result.dropped_recalled
+    assert [messages[i] for i in result.trimmed_at] == result.trimmed
+    assert result.kept_at == [0, 3, 5, -1, 7]  # the edited copy has no position
 
 
 # --- accounting, immutability, idempotence --------------------------------------------------
@@ -441,6 +446,8 @@ def test_counts_and_tokens_add_up() -> None:
     messages, _ = scored_history()
     limit = tokens(messages) // 2
     result = smart_trim(messages, QUERY, limit)
+    assert same([messages[i] for i in result.trimmed_at], result.trimmed)
+    assert same([messages[i] for i in result.kept_at], result.kept)
     assert result.tokens_before == tokens(messages)
     assert result.tokens_after == tokens(result.kept) <= limit
     counts = result.layer_counts
@@ -493,6 +500,43 @@ def test_a_message_edited_in_place_is_read_again() -> None:
     result = smart_trim(messages, QUERY, limit, cache=cache)
     assert result.trimmed == [old["zero_a"]] and result.tokens_before == tokens(messages)
     assert same(result.kept, smart_trim(messages, QUERY, limit).kept)
+
+
+def test_a_block_list_grown_in_place_is_read_again() -> None:
+    messages = [sys_(), *parallel_conversation("anthropic", relevant=False)]
+    cache = TrimCache()
+    before = cache.read(messages, estimate_message_tokens).facts[-3].tokens
+    grown = messages[-3]["content"]
+    assert isinstance(grown, list)
+    grown.append({"type": "text", "text": filler(9)})  # same list object, one block more
+    state = cache.read(messages, estimate_message_tokens)
+    assert state.facts[-3].tokens == estimate_message_tokens(messages[-3]) > before
+
+
+def test_trim_read_is_smart_trim_on_a_reading_the_caller_holds() -> None:
+    messages, _ = scored_history()
+    limit = tokens(messages) // 2
+    cache = TrimCache()
+    with cache.lock:
+        state = cache.read(messages, estimate_message_tokens)
+        total = int(state.tokens.sum())
+        result = trim_read(messages, state, QUERY, limit, cache=cache)
+    assert total == tokens(messages)
+    expected = smart_trim(messages, QUERY, limit)
+    assert same(result.kept, expected.kept) and same(result.trimmed, expected.trimmed)
+    assert result.trimmed_at == expected.trimmed_at
+
+
+def test_read_infos_answer_by_identity_at_both_ends_and_in_the_middle() -> None:
+    messages = [u(f"question {i}") if i % 2 == 0 else a(f"answer {i}") for i in range(200)]
+    facts = TrimCache().read(messages, estimate_message_tokens).facts
+    infos = ReadInfos(messages, facts)
+    assert infos.info(messages[-1]) is facts[-1].info and infos.info(messages[0]) is facts[0].info
+    assert infos.info(messages[100]) is facts[100].info  # completes the map on a miss
+    assert infos.facts_of(u("question 0")) is None  # equal content, another dict
+    assert infos.info(u("stranger")).text == "stranger"
+    assert all(map(operator.is_, infos.infos(messages), [f.info for f in facts]))
+    assert [i.text for i in infos.infos(messages[::-1])] == [m["content"] for m in messages[::-1]]
 
 
 def test_a_different_token_counter_is_not_mixed_with_cached_counts() -> None:

@@ -16,18 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memctx._eval_schema import SUMMARY_SCHEMA
+from memctx._gen_suites import SUITES
 
-SUITES = (
-    "needle",
-    "supersede",
-    "paraphrase",
-    "tool-heavy",
-    "cjk",
-    "short-queries",
-    "secrets",
-    "long-haul",
-    "cross-session",
-)
 PAIRS = (
     ("full", "-"),
     ("truncate", "-"),

@@ -1,0 +1,127 @@
+"""The run as a whole: determinism, the process pool, the gate on a worse config, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memctx._eval_gate import check_gate
+from memctx._eval_run import EvalError, EvalOptions, run_eval
+from memctx._eval_schema import RECORD_METRICS, TIMING_KEYS
+from memctx.cli import main
+
+SUITES = ("needle", "supersede")
+
+
+def _options(out: Path, **kwargs: Any) -> EvalOptions:
+    base: dict[str, Any] = {
+        "suites": SUITES,
+        "quick": True,
+        "embeddings": ("hash",),
+        "jobs": 1,
+        "out_dir": out,
+        "progress": False,
+    }
+    base.update(kwargs)
+    return EvalOptions(**base)
+
+
+def _without_timing(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
+def _summary(run: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.fixture(scope="module")
+def baseline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_eval(_options(tmp_path_factory.mktemp("eval") / "base"))
+
+
+def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Path) -> None:
+    for name in ("results.jsonl", "trace.jsonl", "summary.json"):
+        assert (baseline_run / name).stat().st_size > 0, name
+    summary = _summary(baseline_run)
+    keys = {(r["suite"], r["strategy"], r["embedding"]) for r in summary["records"]}
+    for suite in (*SUITES, "all"):
+        assert (suite, "full", "-") in keys
+        assert (suite, "truncate", "-") in keys
+        assert (suite, "memory-context", "hash") in keys
+    for record in summary["records"]:
+        assert set(RECORD_METRICS) <= set(record)
+    provenance = summary["provenance"]
+    assert provenance["versions"]["litellm"]
+    assert set(provenance["scenarios"]) == set(SUITES)
+    assert summary["config"]["suites"] == list(SUITES)
+    rows = (baseline_run / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    probes = sum(v["probes"] for v in provenance["scenarios"].values())
+    # one row per probe for each of the three strategy x embedding pairs
+    assert len(rows) == 3 * probes
+
+
+def test_same_command_gives_the_same_summary_apart_from_timing(
+    baseline_run: Path, tmp_path: Path
+) -> None:
+    again = run_eval(_options(tmp_path / "again"))
+    assert _without_timing(_summary(again)) == _without_timing(_summary(baseline_run))
+    assert (again / "results.jsonl").read_bytes() == (baseline_run / "results.jsonl").read_bytes()
+
+
+def test_process_pool_gives_the_same_records_as_one_process(
+    baseline_run: Path, tmp_path: Path
+) -> None:
+    pooled = run_eval(_options(tmp_path / "pool", jobs=2, suites=("needle",)))
+    single = run_eval(_options(tmp_path / "single", jobs=1, suites=("needle",)))
+    assert _without_timing(_summary(pooled)["records"]) == _without_timing(
+        _summary(single)["records"]
+    )
+
+
+def test_gate_passes_on_the_baseline_and_fails_on_a_worse_config(
+    baseline_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = baseline_run / "summary.json"
+    assert check_gate(baseline_run, baseline, "recall_accuracy:-0.02") == 0
+    # A recall cap of 60 tokens leaves no room for recalled detail: a deliberate regression.
+    worse = run_eval(_options(tmp_path / "worse", overrides={"hardCapTokens": 60}))
+    assert check_gate(worse, baseline, "recall_accuracy:-0.02") != 0
+    assert "recall_accuracy" in capsys.readouterr().out
+
+
+def test_unknown_suite_and_missing_datasets_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(EvalError, match="unknown suite"):
+        run_eval(_options(tmp_path / "x", suites=("nope",)))
+    with pytest.raises(EvalError, match="memctx gen"):
+        run_eval(_options(tmp_path / "y", quick=False, datasets_dir=tmp_path / "none"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_eval_reports_bad_options_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "--quick", "--set", "noSuchKey=1", "--out", str(tmp_path)]) == 2
+    assert "noSuchKey" in capsys.readouterr().err
+    assert main(["eval", "--quick", "--fail-on", "cost_usd:+5%", "--out", str(tmp_path)]) == 2
+    assert "--baseline" in capsys.readouterr().err
+
+
+def test_cli_eval_quick_prints_the_table_and_writes_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    status = main(
+        ["eval", "--quick", "--suite", "needle", "--jobs", "1", "--no-progress", "--out", str(out)]
+    )
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert "memory-context" in printed and "truncate" in printed
+    assert (out / "report.md").exists() and (out / "report.html").exists()

@@ -1,0 +1,130 @@
+"""Strategies on their own: registry, truncation, compaction, the session-end hook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.eval_sessions import PLANT, QUESTION, session
+
+from memctx._anatomy import InfoCache
+from memctx._config import MemoryContextConfig
+from memctx._eval_memctx import (
+    COMPACTION_PREFIX,
+    MemoryContextStrategy,
+    compaction_reserve,
+    tail_start,
+)
+from memctx._eval_strategies import (
+    STRATEGIES,
+    FullStrategy,
+    StrategySetup,
+    TruncateStrategy,
+    make_strategy,
+    register_strategy,
+)
+from memctx._pairing import pairing_violations
+from memctx._tokens import TokenCounter, estimate_messages_tokens
+from memctx._trim import is_compaction_summary
+
+
+def _setup(tmp_path: Path, window: int = 6_000, **overrides: Any) -> StrategySetup:
+    config = MemoryContextConfig(enabled=True).with_overrides(overrides)
+    return StrategySetup(
+        window=window,
+        embedding="hash",
+        config=config,
+        work_dir=tmp_path,
+        counter=TokenCounter(),
+        infos=InfoCache(),
+        clock=lambda: 1_767_225_600.0,
+    )
+
+
+def test_registry_names_valid_strategies_and_guards_names(tmp_path: Path) -> None:
+    assert {"full", "truncate", "memory-context"} <= set(STRATEGIES)
+    with pytest.raises(ValueError, match=r"valid: .*truncate"):
+        make_strategy("nope", _setup(tmp_path))
+    with pytest.raises(ValueError, match="already registered"):
+        register_strategy("full", FullStrategy)
+    register_strategy("full", FullStrategy, replace=True)
+    assert isinstance(make_strategy("full", _setup(tmp_path)), FullStrategy)
+    assert not FullStrategy.searches and MemoryContextStrategy.searches
+
+
+def test_truncate_keeps_the_system_prompt_fits_and_never_orphans_a_result(
+    tmp_path: Path,
+) -> None:
+    setup = _setup(tmp_path)
+    transcript = session("s", 30, tool_words=200)
+    incremental = TruncateStrategy(setup)
+    budget = setup.window - setup.config.reserve_tokens
+    for end in range(2, len(transcript) + 1):
+        part = transcript[:end]
+        if part[-1].get("tool_calls"):
+            continue  # a model call never ends on its own pending tool call
+        prepared = incremental.prepare(part)
+        fresh = TruncateStrategy(setup).prepare(part)
+        assert prepared.context == fresh.context  # two pointers == measuring from scratch
+        assert prepared.context[0] is transcript[0]
+        assert estimate_messages_tokens(prepared.context) <= budget
+        assert not pairing_violations(prepared.context)
+        assert prepared.context[-1] is part[-1]
+        assert prepared.trimmed == (len(prepared.context) < len(part))
+    assert prepared.trimmed
+    # A probe's question (not kept in the transcript) does not confuse the next call.
+    question = {"role": "user", "content": QUESTION}
+    assert incremental.prepare([*transcript, question]).context[-1] is question
+    assert incremental.prepare(transcript).context[-1] is transcript[-1]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_tail_never_starts_at_a_tool_result(tmp_path: Path, fmt: str) -> None:
+    setup = _setup(tmp_path)
+    transcript = session("s", 12, fmt=fmt, tool_words=50)
+    for budget in range(0, 2_000, 37):
+        start = tail_start(transcript, 1, budget, setup)
+        assert 2 <= start <= len(transcript)
+        assert not pairing_violations(transcript[:1] + transcript[start:])
+
+
+def test_compaction_replaces_the_old_part_with_one_summary(tmp_path: Path) -> None:
+    setup = _setup(tmp_path)
+    strategy = MemoryContextStrategy(setup)
+    strategy.start_session("s1")
+    transcript = session("s1", 20, plants={1: PLANT}, tool_words=200)
+    tokens = estimate_messages_tokens(transcript)
+    reserve = compaction_reserve(setup.config, setup.window)
+    assert reserve == setup.window // 4  # the 20k floor is capped for a small window
+    assert strategy.compact(transcript[:6], estimate_messages_tokens(transcript[:6])) is None
+    compacted = strategy.compact(transcript, tokens)
+    assert compacted is not None
+    assert compacted[0] is transcript[0] and is_compaction_summary(compacted[1])
+    assert compacted[1]["content"].startswith(COMPACTION_PREFIX)
+    assert compacted[-1] is transcript[-1]
+    assert estimate_messages_tokens(compacted) < setup.window - reserve
+    assert not pairing_violations(compacted)
+    # The old part was archived: the tool finds the planted fact.
+    assert any("8743" in hit for hit in strategy.search(QUESTION) or [])
+    again = strategy.compact(compacted, estimate_messages_tokens(compacted))
+    assert again is None  # under the threshold now
+    strategy.end_session(compacted)
+    usage = strategy.close()
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert usage["hook_failures"] == 0
+
+
+def test_session_end_hook_makes_the_tail_recallable_later(tmp_path: Path) -> None:
+    setup = _setup(tmp_path, window=100_000, crossSession=True)
+    strategy = MemoryContextStrategy(setup)
+    strategy.start_session("s1")
+    first = session("s1", 3, plants={2: PLANT}, tool_words=20)
+    strategy.prepare(first)
+    strategy.end_session(first)  # never compacted: only the session-end hook archives it
+    strategy.start_session("s2")
+    second = [*session("s2", 2, tool_words=20), {"role": "user", "content": QUESTION}]
+    context = strategy.prepare(second).context
+    assert any("8743" in str(m) for m in context)
+    strategy.end_session(second)
+    strategy.close()

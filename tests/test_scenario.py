@@ -1,0 +1,144 @@
+"""The scenario format: round trips, reproducible files, validation errors naming the field."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memctx._scenario import (
+    SCENARIO_SCHEMA,
+    Probe,
+    Scenario,
+    ScenarioError,
+    Session,
+    content_sha256,
+    dump_scenarios,
+    load_scenarios,
+)
+
+
+def _scenario(sid: str = "needle-000") -> Scenario:
+    messages = (
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Let's bind the API to port 8743."},
+        {"role": "assistant", "content": "Noted, 端口 8743."},
+        {"role": "user", "content": "ok"},
+        {"role": "assistant", "content": "Continuing."},
+    )
+    probe = Probe(
+        id=f"{sid}-p01", session_id="s1", at=5, question="Which port?", answers=("8743",),
+        evidence=("s1:1",), evidence_text=("port 8743",), stale=("8080",), kind="config",
+        tags=("late",),
+    )  # fmt: skip
+    return Scenario(
+        id=sid, suite="needle", format="openai", seed=7, window=1000,
+        sessions=(Session("s1", messages), Session("s2", messages[:3])), probes=(probe,),
+        secrets=("sk-proj-abc",), meta={"project": "demo"},
+    )  # fmt: skip
+
+
+def _json() -> dict[str, Any]:
+    return _scenario().to_json()
+
+
+def test_json_round_trip_keeps_every_field() -> None:
+    scenario = _scenario()
+    data = scenario.to_json()
+    assert data["schema"] == SCENARIO_SCHEMA
+    back = Scenario.from_json(json.loads(json.dumps(data)))
+    assert back == scenario
+    assert back.session("s2").messages == scenario.sessions[1].messages
+    with pytest.raises(KeyError):
+        back.session("s9")
+
+
+@pytest.mark.parametrize("name", ["set.jsonl", "set.jsonl.gz"])
+def test_dump_and_load_files_reproducibly(tmp_path: Path, name: str) -> None:
+    scenarios = [_scenario("a-000"), _scenario("a-001")]
+    digest = dump_scenarios(scenarios, tmp_path / "x" / name)
+    first = (tmp_path / "x" / name).read_bytes()
+    assert dump_scenarios(scenarios, tmp_path / "x" / name) == digest
+    assert (tmp_path / "x" / name).read_bytes() == first  # no mtime in the gzip header
+    assert content_sha256(tmp_path / "x" / name) == digest
+    assert load_scenarios(tmp_path / "x" / name) == scenarios
+    if name.endswith(".gz"):
+        assert first[:2] == b"\x1f\x8b"
+        text = gzip.decompress(first).decode()
+        assert "端口" in text  # written as UTF-8, not \\u escapes
+
+
+def test_blank_lines_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n" + json.dumps(_json()) + "\n\n")
+    assert len(load_scenarios(path)) == 1
+
+
+def _broken(change: Any) -> dict[str, Any]:
+    data = copy.deepcopy(_json())
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(schema=99), "schema 99"),
+        (lambda d: d.pop("id"), "id must be a non-empty string"),
+        (lambda d: d.update(format="gemini"), "format 'gemini'"),
+        (lambda d: d.update(sessions=[]), "sessions is empty"),
+        (lambda d: d.update(sessions={}), "sessions must be a list"),
+        (lambda d: d["sessions"][1].update(id="s1"), "session ids repeat"),
+        (
+            lambda d: d["sessions"][0]["messages"].append("hi"),
+            "messages[5]: a message must be an object",
+        ),
+        (lambda d: d.update(window=0), "window must be a positive int"),
+        (lambda d: d.update(window=True), "window must be a positive int"),
+        (lambda d: d.update(seed="x"), "seed must be an int"),
+        (lambda d: d["probes"][0].update(session_id="s7"), "session_id 's7' names no session"),
+        (lambda d: d["probes"][0].update(at=6), "at must be an int in 1..5"),
+        (lambda d: d["probes"][0].update(at=0), "at must be an int in 1..5"),
+        (lambda d: d["probes"][0].update(answers=[]), "answers is empty"),
+        (lambda d: d["probes"][0].update(answers=[""]), "answers: expected a list of non-empty"),
+        (lambda d: d["probes"][0].update(kind="opinion"), "kind 'opinion'"),
+        (lambda d: d["probes"][0].update(evidence=["s1:5"]), "evidence 's1:5' names no message"),
+        (lambda d: d["probes"][0].update(evidence=["s1-1"]), "names no message"),
+        (lambda d: d["probes"][0].update(question=""), "question must be a non-empty string"),
+        (lambda d: d.update(secrets="sk"), "secrets: expected a list"),
+        (lambda d: d.update(meta=[]), "meta: expected an object"),
+    ],
+)
+def test_invalid_records_name_the_field(change: Any, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        Scenario.from_json(_broken(change))
+
+
+def test_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_json()) + "\n{not json\n")
+    with pytest.raises(ScenarioError, match=r"bad.jsonl:2: not JSON"):
+        load_scenarios(path)
+    path.write_text(json.dumps(_broken(lambda d: d.update(window=-1))) + "\n")
+    with pytest.raises(ScenarioError, match=r"bad.jsonl:1 'needle-000': window"):
+        load_scenarios(path)
+    path.write_text("[1, 2]\n")
+    with pytest.raises(ScenarioError, match="expected an object, got list"):
+        load_scenarios(path)
+
+
+def test_missing_or_corrupt_files_raise_scenario_error(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="cannot read scenarios"):
+        load_scenarios(tmp_path / "absent.jsonl.gz")
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(b"\x1f\x8b" + b"garbage")
+    with pytest.raises(ScenarioError, match="regenerate"):
+        load_scenarios(broken)
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes("é".encode("latin-1"))
+    with pytest.raises(ScenarioError, match="cannot read"):
+        load_scenarios(latin)
