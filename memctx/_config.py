@@ -366,6 +366,11 @@ class MemoryContextConfig(_Model):
     query's best hit scores like evidence; on LoCoMo (``scripts/measure_min_score.py``, hash)
     0.7 keeps 0.2% of evidence hits, 0.4 keeps 55% while 31% of off-topic queries still
     inject. No threshold separates them; the hard cap bounds the cost instead."""
+    archive_chunk_tokens: NonNegativeInt = 400
+    """Archived messages longer than this many tokens are stored as line-aligned chunks of
+    it (one segment each, a fifth shared with the next), so a question about one line of a
+    5,000-token tool output finds that part, and the recall block shows that part instead of
+    the output's head. 0 archives every message whole, as the seed does."""
     max_segments: PositiveInt = 20000
     """Raw store capacity; the oldest segments are evicted beyond it."""
     cross_session: bool = False
@@ -411,8 +416,12 @@ class MemoryContextConfig(_Model):
     @classmethod
     def seed_preset(cls, **overrides: Any) -> MemoryContextConfig:
         """The seed's values where memctx measured better defaults (see the field docs):
-        ``autoRecallMinScore`` 0.7 and ``timeDecay`` 0.995 per hour."""
-        data: dict[str, Any] = {"auto_recall_min_score": 0.7, "time_decay": 0.995}
+        ``autoRecallMinScore`` 0.7, ``timeDecay`` 0.995 per hour, whole messages archived."""
+        data: dict[str, Any] = {
+            "auto_recall_min_score": 0.7,
+            "time_decay": 0.995,
+            "archive_chunk_tokens": 0,
+        }
         data.update(overrides)
         return cls(**data)
 

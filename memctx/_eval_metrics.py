@@ -109,12 +109,12 @@ def bootstrap_ci(values: Sequence[float], *, seed: int = 0) -> list[float]:
     """95 % percentile-bootstrap interval of the mean of ``values``.
 
     Returns:
-        ``[low, high]`` rounded to 4 places; ``[0, 0]`` without values and
+        ``[low, high]`` rounded to 4 places; ``[]`` without values and
         ``[mean, mean]`` for a single value.
     """
     data = np.asarray(values, dtype=float)
     if data.size == 0:
-        return [0.0, 0.0]
+        return []
     if data.size == 1:
         return [round(float(data[0]), 4)] * 2
     rng = np.random.default_rng(seed)
@@ -124,9 +124,11 @@ def bootstrap_ci(values: Sequence[float], *, seed: int = 0) -> list[float]:
     return [round(float(low), 4), round(float(high), 4)]
 
 
-def _share(flags: Iterable[bool | float]) -> float:
+def _share(flags: Iterable[bool | float]) -> float | None:
+    """The mean, or ``None`` when nothing was scored (``full`` fitting no probe of a suite
+    has no accuracy there: 0 % would read as "it failed every probe")."""
     items = [float(f) for f in flags]
-    return round(sum(items) / len(items), 4) if items else 0.0
+    return round(sum(items) / len(items), 4) if items else None
 
 
 def _record(

@@ -25,6 +25,7 @@ __all__ = [
     "RunDirError",
     "format_terminal_table",
     "headline_table",
+    "load_probes",
     "load_summary",
     "report_main",
     "suite_table",
@@ -74,6 +75,16 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise RunDirError(f"{path} is not a run summary (no 'records' list)")
     return data
+
+
+def load_probes(run_dir: Path) -> list[dict[str, Any]]:
+    """``run_dir/results.jsonl`` (one row per probe), or ``[]`` when the file is absent.
+
+    Raises:
+        RunDirError: A line is not JSON (the message names the line).
+    """
+    path = run_dir / "results.jsonl"
+    return list(_iter_jsonl(path)) if path.exists() else []
 
 
 def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -228,8 +239,11 @@ def _html_table(table: Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def format_terminal_table(summary: Mapping[str, Any]) -> str:
-    """The table printed after ``memctx eval``: all suites per strategy, then the checks."""
+def format_terminal_table(
+    summary: Mapping[str, Any], probes: Sequence[Mapping[str, Any]] | None = None
+) -> str:
+    """The table printed after ``memctx eval``: all suites per strategy, then the checks
+    (``probes``, the results.jsonl rows, make the full-ceiling check compare like with like)."""
     header = (
         "strategy", "embedding", "recall (95% CI)", "tool", "evidence", "stale",
         "tokens/call", "recall tok", "cost USD", "hook ms p50/p95", "compact", "violations",
@@ -251,7 +265,7 @@ def format_terminal_table(summary: Mapping[str, Any]) -> str:
         )
         for r in _all_records(summary)
     )
-    checks = "\n".join(f"{c.verdict:<4}  {c.text}" for c in run_checks(summary))
+    checks = "\n".join(f"{c.verdict:<4}  {c.text}" for c in run_checks(summary, probes))
     return f"{_text_table(Table(header, rows))}\n\n{checks}"
 
 
@@ -347,7 +361,7 @@ def write_report(run_dir: Path) -> list[Path]:
     run_dir = Path(run_dir)
     _require(run_dir)
     summary = load_summary(run_dir)
-    probes = list(_iter_jsonl(run_dir / "results.jsonl"))
+    probes = load_probes(run_dir)
     checks = run_checks(summary, probes)
     charts, note = _charts(run_dir, summary)
     md = run_dir / "report.md"
@@ -371,6 +385,7 @@ def report_main(argv: Sequence[str]) -> int:
     except RunDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(format_terminal_table(load_summary(Path(args.run_dir))))
+    run_dir = Path(args.run_dir)
+    print(format_terminal_table(load_summary(run_dir), load_probes(run_dir)))
     print("\nwrote " + ", ".join(str(p) for p in written))
     return 0

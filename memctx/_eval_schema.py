@@ -35,7 +35,8 @@ RECORD_METRICS = (
     "probes",  # probes asked
     "fit",  # probes whose context fitted the window (full overflows; others must always fit)
     "recall_accuracy",  # share of fitted probes whose context holds an expected answer
-    "recall_accuracy_ci",  # [low, high] bootstrap 95 % interval
+    # (null when no probe fitted: the share of nothing is not 0 %; so are the other shares)
+    "recall_accuracy_ci",  # [low, high] bootstrap 95 % interval ([] when null)
     "tool_accuracy",  # share whose context or memory_search(question) result holds an answer
     "evidence_recall",  # mean share of a probe's evidence spans present
     "evidence_recall_ci",

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memctx._bm25 import BM25Index
+from memctx._chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS, chunk_lines, split_lines
 from memctx._errors import StoreError
 from memctx._redact import Redactor
 from memctx._text import tokenize, tokenize_unique
@@ -66,9 +67,6 @@ __all__ = [
 
 logger = logging.getLogger("memctx")
 
-CHUNK_TOKENS = 400
-CHUNK_OVERLAP_TOKENS = 80
-_CHARS_PER_TOKEN = 3  # estimate_tokens = ceil(len / 3): a char budget is an exact token budget
 _RACY_NS = 2_000_000_000
 _DAILY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[-_. ].*)?\.md")
 _MEMORY_MD = "MEMORY.md"
@@ -103,56 +101,6 @@ class _FileState:
     sha256: str
     hashed_at_ns: int
     keys: list[int] = field(default_factory=list)
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as editors number them: split on ``\\n`` only, a final newline ends the last line."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def chunk_lines(
-    lines: list[str],
-    max_tokens: int = CHUNK_TOKENS,
-    overlap_tokens: int = CHUNK_OVERLAP_TOKENS,
-) -> list[tuple[int, int, str]]:
-    """Cut lines into ``(start_line, end_line, text)`` chunks (see the module docstring).
-
-    Every chunk's ``estimate_tokens(text) <= max_tokens``, overlap included; every line is in
-    at least one chunk.
-    """
-    max_chars = max_tokens * _CHARS_PER_TOKEN
-    overlap_chars = overlap_tokens * _CHARS_PER_TOKEN
-    cost = [len(line) + 1 for line in lines]  # the line and its joining newline
-    out: list[tuple[int, int, str]] = []
-    i, n = 0, len(lines)
-    while i < n:
-        if cost[i] - 1 > max_chars:  # one oversized line: pieces sharing its line number
-            line = lines[i]
-            out += [(i + 1, i + 1, line[k : k + max_chars]) for k in range(0, len(line), max_chars)]
-            i += 1
-            continue
-        j, size = i, 0
-        while j < n and size + cost[j] - 1 <= max_chars:
-            size += cost[j]
-            j += 1
-        out.append((i + 1, j, "\n".join(lines[i:j])))
-        if j >= n:
-            break
-        # Step back over whole trailing lines for the overlap, leaving room for line j and
-        # always moving forward by at least one line.
-        k, shared = j, 0
-        while (
-            k - 1 > i
-            and shared + cost[k - 1] <= overlap_chars
-            and shared + cost[k - 1] + cost[j] - 1 <= max_chars
-        ):
-            k -= 1
-            shared += cost[k]
-        i = k
-    return out
 
 
 def _sha(data: bytes) -> str:

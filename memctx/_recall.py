@@ -3,9 +3,11 @@
 The query is the last 2–3 user messages, newest last (seed 000): one short reply ("ok",
 "y", "继续") alone is no query, but together with the request before it it is. Messages that
 are not the user speaking are skipped: tool results riding in user messages, memctx's own
-recalled block, and harness-injected text (``System:`` prefixes, ``<system-reminder>``,
-``<command-…>`` / ``<local-command-…>`` echoes of slash commands, the "Caveat:" notices some
-agents prepend). Embedded ``<system-reminder>`` spans inside a real user message are cut out.
+recalled block, the summary a compaction left in a user message (``[Context compacted]``,
+Claude Code's "This session is being continued…": the whole past, not the question), and
+harness-injected text (``System:`` prefixes, ``<system-reminder>``, ``<command-…>`` /
+``<local-command-…>`` echoes of slash commands, the "Caveat:" notices some agents prepend).
+Embedded ``<system-reminder>`` spans inside a real user message are cut out.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from memctx._raw_store import RawStore
 from memctx._recall_block import RecallItem, detail_label
 from memctx._search import SearchParams
 from memctx._text import tokenize_unique
+from memctx._trim import is_compaction_summary
 
 __all__ = ["build_query", "detail_items", "knowledge_items"]
 
@@ -67,7 +70,7 @@ def build_query(
         info = infos.info(message)
         if info.kind is not RoleKind.USER or info.is_tool_result_only:
             continue
-        if is_recalled_block(message):
+        if is_recalled_block(message) or is_compaction_summary(message, info):
             continue
         text = _REMINDER_RE.sub(" ", _own_text(info)).strip()
         if not text or text.lower().startswith(_HARNESS_PREFIXES):

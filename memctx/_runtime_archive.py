@@ -40,6 +40,7 @@ from memctx._anatomy import (
     message_fingerprint,
 )
 from memctx._bm25 import BM25Index
+from memctx._chunking import chunk_text
 from memctx._config import MemoryContextConfig
 from memctx._embeddings import Embedder, make_embedder
 from memctx._knowledge import KNOWLEDGE_FILE, KnowledgeStore
@@ -85,8 +86,9 @@ class Archive:
         self._raw: RawStore | None = None
         self._knowledge: KnowledgeStore | None = None
         self._mutex = threading.Lock()  # guards the two dicts below against the worker
-        self._seg_of: dict[Hashable, str] = {}  # message key -> segment id ("" if unknown)
-        self._pending: dict[Hashable, dict[str, Any]] = {}  # message key -> not yet stored
+        # message key -> its segment ids (one per chunk; empty: nothing stored)
+        self._seg_of: dict[Hashable, tuple[str, ...]] = {}
+        self._pending: dict[Hashable, list[dict[str, Any]]] = {}  # message key -> not yet stored
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
         self._compaction_queued = False
         self._done = KeySet()  # trim-cache keys of trimmed messages already archived
@@ -177,7 +179,7 @@ class Archive:
             keys: Trim-cache keys (:attr:`MessageFacts.key`) of the messages sent.
             unread: Messages sent that the trim cache has not read (found by role + text).
         """
-        found: set[str | None] = set()
+        found: set[tuple[str, ...] | None] = set()
         with self._mutex:
             seg_of = self._seg_of
             if not seg_of:
@@ -185,7 +187,7 @@ class Archive:
             # One lookup per message sent: the archive of a long session is the larger side.
             found.update(map(seg_of.get, keys.tolist()))
             found.update(seg_of.get(("h", self.message_key(m))) for m in unread)
-        return {segment for segment in found if segment}
+        return {segment for ids in found if ids for segment in ids}
 
     def trimmed(
         self,
@@ -248,23 +250,26 @@ class Archive:
                 info = facts.info if facts is not None else self._infos.info(message)
                 text = archive_text(info)
                 if not text.strip():
-                    self._seg_of[key] = ""  # nothing to archive; do not look again
+                    self._seg_of[key] = ()  # nothing to archive; do not look again
                     continue
-                item = {
-                    "session_id": self._session,
-                    "role": info.role or "unknown",
-                    "content": text,
-                    "timestamp": message_time(message, now),
-                    "turn": turn,
-                }
-                keys.append(key)
-                items.append(item)
+                stamp = message_time(message, now)
+                for piece in chunk_text(text, self._config.archive_chunk_tokens):
+                    item = {
+                        "session_id": self._session,
+                        "role": info.role or "unknown",
+                        "content": piece,
+                        "timestamp": stamp,
+                        "turn": turn,
+                    }
+                    keys.append(key)
+                    items.append(item)
         if not items:
             return []
         if self.cheap_embedder:
             return self._write(keys, items)
         with self._mutex:
-            self._pending.update(zip(keys, items, strict=True))
+            for key, item in zip(keys, items, strict=True):
+                self._pending.setdefault(key, []).append(item)
         self._worker.submit(lambda: self._write(keys, items), "archive")
         return []
 
@@ -278,9 +283,11 @@ class Archive:
         ids = []
         with self._mutex:
             for key, segment in zip(keys, segments, strict=True):
-                self._seg_of[key] = segment.id if segment is not None else ""
-                if segment is not None:
+                known = self._seg_of.get(key, ())
+                if segment is not None:  # None: a duplicate the store already holds
+                    known = (*known, segment.id)
                     ids.append(segment.id)
+                self._seg_of[key] = known
         self.counts["archived"] += len(ids)
         self.counts["archive_duplicates"] += len(items) - len(ids)
         self._compact_later()
@@ -309,7 +316,7 @@ class Archive:
     def pending_items(self, query: str, limit: int) -> list[RecallItem]:
         """Overlay hits: archived this turn, not yet embedded (BM25 only, scaled by its weight)."""
         with self._mutex:
-            pending = list(self._pending.values())
+            pending = [item for items in self._pending.values() for item in items]
         q = tokenize(query)
         if not pending or not q:
             return []
@@ -361,7 +368,7 @@ class Archive:
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "archive": dict(self.counts),
-            "pending_segments": len(self._pending),
+            "pending_segments": sum(map(len, self._pending.values())),
             "extraction": dict(self.extraction),
         }
         if self._raw is not None:

@@ -274,8 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in passthrough:
         return passthrough[argv[0]](argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
-    if getattr(args, "window", "absent") is None:
-        args.window = [200_000, 64_000]
+    if args.command == "replay" and args.window is None:
+        args.window = [200_000, 64_000]  # eval's default is each scenario's own window
     status: int = args.func(args)
     return status
 

@@ -95,6 +95,12 @@ def test_accuracy_counts_fitted_probes_only_and_tool_accuracy_falls_back() -> No
     assert record["evidence_recall"] == pytest.approx(2.5 / 3, abs=1e-4)
     assert record["stale_rate"] == pytest.approx(1 / 3, abs=1e-4)
     assert record["hook_p50_ms"] == 2.5 and record["hook_p95_ms"] == pytest.approx(3.85)
+    # Nothing fitted (full over its window on every probe): no accuracy, not 0 %.
+    (none, _) = aggregate(
+        [("s", "full", "-", _result([_probe(False, fit=False)], [_call(10, 0, 1)]))]
+    )
+    assert none["fit"] == 0 and none["recall_accuracy"] is None
+    assert none["recall_accuracy_ci"] == [] and none["stale_rate"] is None
 
 
 def test_cost_is_fresh_input_plus_cache_reads_plus_output_plus_llm_work() -> None:
@@ -155,7 +161,7 @@ def test_bootstrap_interval_contains_the_mean_and_is_seeded() -> None:
     assert low < 0.6 < high and low > 0.4 and high < 0.8
     assert bootstrap_ci(values, seed=3) == [low, high]
     assert bootstrap_ci(values, seed=4) != [low, high]
-    assert bootstrap_ci([], seed=1) == [0.0, 0.0]
+    assert bootstrap_ci([], seed=1) == []
     assert bootstrap_ci([0.25], seed=1) == [0.25, 0.25]
     probes = [_probe(i % 3 == 0) for i in range(30)]
     records = aggregate([("s", "st", "-", _result(probes, []))], seed=9)

@@ -125,3 +125,5 @@ def test_cli_eval_quick_prints_the_table_and_writes_the_report(
     assert status == 0, printed
     assert "memory-context" in printed and "truncate" in printed
     assert (out / "report.md").exists() and (out / "report.html").exists()
+    # Without --window each scenario plays at its own window (sessions 3-8x its size).
+    assert _summary(out)["config"]["windows"] == []

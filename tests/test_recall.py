@@ -37,6 +37,8 @@ def test_tool_results_recalled_blocks_and_harness_text_are_skipped() -> None:
         user("<command-name>/clear</command-name>"),
         user("System: [2026-01-01] Feishu message from bot"),
         user("<system-reminder>todo list is empty</system-reminder>"),
+        user("[Context compacted] Decisions: use Postgres. Files: src/db.py"),
+        user("This session is being continued from a previous conversation. Summary: ..."),
         user("ok <system-reminder>ignore me</system-reminder> continue"),
     ]
     assert build_query(msgs, InfoCache()) == (

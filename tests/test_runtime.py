@@ -350,3 +350,54 @@ def test_a_broken_pair_is_repaired_when_nothing_could_be_trimmed(tmp_path: Path)
         assert pairing_violations(out) == [] and out == [msgs[0], *msgs[2:]]
         assert mem.stats()["counts"]["pairing_repairs"] == 1
         assert mem.on_context(out) == out
+
+
+def _log_session(needle_at: int) -> list[dict[str, Any]]:
+    """A tool call whose 6,000-token log has one line that matters, then filler."""
+    lines = [f"INFO  GET /api/orders/{i} 200 in {i % 97}ms" for i in range(600)]
+    lines[needle_at] = "DEBUG deps: payment signature verifier backend=quillon-hmac"
+    call = {"id": "call_log", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    msgs.append({"role": "user", "content": "tail the service log please"})
+    msgs.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    msgs.append({"role": "tool", "tool_call_id": "call_log", "content": "\n".join(lines)})
+    msgs += [filler(i) for i in range(30)]
+    # A later tool span: the last one is protected from trimming, this log must not be.
+    late = {**call, "id": "call_ls"}
+    msgs.append({"role": "assistant", "content": None, "tool_calls": [late]})
+    msgs.append({"role": "tool", "tool_call_id": "call_ls", "content": "src tests docs"})
+    msgs.append({"role": "user", "content": "now run the linter over the tests folder"})
+    return msgs
+
+
+@pytest.mark.parametrize("embedder", [None, "slow"])
+def test_a_long_tool_output_is_archived_in_chunks_and_the_relevant_one_recalled(
+    tmp_path: Path, embedder: str | None
+) -> None:
+    msgs = _log_session(needle_at=430)
+    slow = SlowEmbedder() if embedder else None
+    with engine(tmp_path, embedder=slow) as mem:
+        out = mem.on_context(msgs)
+        assert msgs[3] not in out  # the log was trimmed
+        question = {"role": "user", "content": "which payment signature verifier backend?"}
+        later = mem.on_context([*out, {"role": "assistant", "content": "Clean."}, question])
+        (block,) = [m["content"] for m in later if is_recalled_block(m)]
+        # The chunk holding line 430 is recalled, not the log's head (a head cut of the
+        # whole output would show line 0 and miss the needle).
+        assert "backend=quillon-hmac" in block and "/api/orders/0 " not in block
+        assert estimate_messages_tokens([later[1]]) <= mem.recall_cap
+        if slow is not None:
+            slow.gate.set()
+        assert mem.wait_idle(30)
+        stored = (tmp_path / "store" / "segments.jsonl").read_text().splitlines()
+        log_parts = [line for line in stored if "/api/orders/" in line]
+        assert len(log_parts) >= 10  # ~6,000 tokens in chunks of at most 400
+        assert any("quillon-hmac" in line for line in log_parts)
+
+
+def test_chunking_off_archives_the_log_whole(tmp_path: Path) -> None:
+    with engine(tmp_path, config=cfg(archive_chunk_tokens=0)) as mem:
+        mem.on_context(_log_session(needle_at=430))
+        assert mem.wait_idle(30)
+        stored = (tmp_path / "store" / "segments.jsonl").read_text().splitlines()
+        assert len([line for line in stored if "/api/orders/" in line]) == 1
