@@ -34,7 +34,7 @@ _NAMES = (
 )
 _EVENT_STYLE = {  # event -> (marker, colour, legend text)
     "compaction": ("v", "black", "compaction"),
-    "trim": ("x", "dimgray", "trim"),
+    "trim": ("x", "dimgray", "trims start (each call after trims too)"),
     "overflow": ("o", "red", "overflow starts (over the window)"),
 }
 Pair = tuple[str, str]
@@ -313,6 +313,7 @@ def _tokens_over_calls(
         color="gray",
         lw=1.2,
         label="whole transcript",
+        zorder=4,  # over full, which follows it until the window
     )
     styles: Counter[str] = Counter()
     for pair, line in lines.items():
@@ -332,9 +333,12 @@ def _tokens_over_calls(
                 r
                 for i, r in enumerate(line)
                 if event in (r.get("events") or [])
-                # an overflow lasts: mark where it starts
+                # Overflows and trims last (truncate trims every call once over): mark where
+                # a run starts, or the markers hide the line.
                 and (
-                    event != "overflow" or i == 0 or event not in (line[i - 1].get("events") or [])
+                    event == "compaction"
+                    or i == 0
+                    or event not in (line[i - 1].get("events") or [])
                 )
             ]
             if not hits:

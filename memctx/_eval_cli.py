@@ -63,7 +63,18 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="litellm model whose prices give cost_usd (default claude-sonnet-4-5)",
     )
     parser.add_argument("--out", default="reports/latest", help="run directory to write")
-    parser.add_argument("--datasets", help="frozen scenarios (default: datasets/v1)")
+    parser.add_argument(
+        "--datasets",
+        help="folder of scenario files SUITE.jsonl(.gz) (default: datasets/v1); any file there "
+        "is a suite, so your own scenarios run next to the built-in ones",
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="import this module first, in every worker too (repeatable): it can call "
+        "memctx._eval_strategies.register_strategy to add a strategy",
+    )
     parser.add_argument("--seed", type=int, default=0, help="generator and bootstrap seed")
     parser.add_argument("--baseline", help="summary.json to compare against (the gate)")
     parser.add_argument(
@@ -140,6 +151,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
         seed=args.seed,
         answer_model=args.answer_model,
         progress=not args.no_progress,
+        plugins=tuple(args.plugin or ()),
         **kwargs,
     )
 

@@ -20,7 +20,7 @@ from memctx._anatomy import BlockKind, InfoCache, MessageInfo, RoleKind, is_reca
 from memctx._knowledge import KnowledgeStore
 from memctx._memory_search import search_store
 from memctx._raw_store import RawStore
-from memctx._recall_block import RecallItem, detail_label
+from memctx._recall_block import RecallItem, detail_label, message_source
 from memctx._search import SearchParams
 from memctx._text import tokenize_unique
 from memctx._trim import is_compaction_summary
@@ -135,8 +135,13 @@ def detail_items(
                     segment = store.get(hit.key)
                     label = detail_label(segment.timestamp, segment.role)
                     order = (segment.timestamp, hit.key)  # store keys grow with each add
+                    source = message_source(
+                        segment.session_id, segment.timestamp, segment.turn, segment.role
+                    )
                     out.append(
-                        RecallItem("detail", segment.content, hit.score, label, segment.id, order)
+                        RecallItem(
+                            "detail", segment.content, hit.score, label, segment.id, order, source
+                        )
                     )
                 break
         want *= 4  # most of the best hits are still in the context: look further

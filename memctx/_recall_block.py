@@ -26,6 +26,7 @@ The cap therefore holds for the text as sent, framing included.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ __all__ = [
     "RecallBlock",
     "RecallItem",
     "build_recall_block",
+    "detail_label",
+    "message_source",
     "recall_message",
 ]
 
@@ -61,6 +64,8 @@ class RecallItem:
             between messages archived at the same moment (parallel tool results). Ties in
             score and chronology are broken by it, never by ``ref``: ids are random UUIDs,
             and the same inputs must give the same block.
+        source: The archived message a detail was cut from: the chunks of one long message
+            share it (empty: a source of its own).
     """
 
     kind: Literal["knowledge", "detail"]
@@ -69,6 +74,7 @@ class RecallItem:
     label: str
     ref: str = ""
     order: tuple[float, int] = (0.0, 0)
+    source: str = ""
 
     def render(self) -> str:
         if self.kind == "knowledge":
@@ -86,6 +92,16 @@ class RecallBlock:
     tokens: int
     cap: int
     dropped: int
+
+
+def message_source(session_id: str, timestamp: float, turn: int | None, role: str) -> str:
+    """The archived message a segment belongs to, from what the store keeps of it.
+
+    The archive writes every chunk of one message with the same session, time, turn and
+    role; two messages archived in one call differ in their turn. Without a turn (segments
+    added by other callers) there is no telling, so the segment is its own source.
+    """
+    return "" if turn is None else f"{session_id}|{timestamp!r}|{turn}|{role}"
 
 
 def detail_label(timestamp: float | None, role: str) -> str:
@@ -112,7 +128,7 @@ def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> Reca
         else:
             hi = mid - 1
     head = item.text[:lo].rstrip()
-    return RecallItem(item.kind, head + _CUT_MARK, item.score, item.label, item.ref, item.order)
+    return dataclasses.replace(item, text=head + _CUT_MARK)
 
 
 def _take(
@@ -127,6 +143,19 @@ def _take(
             chosen.append(item)
             used += cost
     return chosen, used
+
+
+def _collapse(details: Sequence[RecallItem], per_source: int) -> list[RecallItem]:
+    """At most ``per_source`` details per source, the best-scoring ones."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in sorted(details, key=_by_score):
+        if item.source:
+            seen[item.source] = seen.get(item.source, 0) + 1
+            if seen[item.source] > per_source:
+                continue
+        out.append(item)
+    return out
 
 
 def _by_score(item: RecallItem) -> tuple[float, tuple[float, int], str]:
@@ -151,6 +180,7 @@ def build_recall_block(
     *,
     knowledge_share: float = 0.3,
     count: Callable[[str], int] = estimate_tokens,
+    per_source: int = 1,
 ) -> RecallBlock | None:
     """Choose and render what fits; ``None`` when nothing does (or nothing was found).
 
@@ -160,6 +190,9 @@ def build_recall_block(
         cap_tokens: The hard cap for the whole block, framing included.
         knowledge_share: Share of the cap reserved for knowledge first.
         count: Token counter for text (the runtime's estimate or exact counter).
+        per_source: Most chunks of one archived message shown (the best-scoring ones). The
+            chunks of a long tool output overlap and resemble each other, and neighbour
+            smoothing lifts them together: uncollapsed, one file can fill the whole block.
     """
     if cap_tokens <= 0 or not (knowledge or details):
         return None
@@ -169,7 +202,7 @@ def build_recall_block(
     kept_k, used_k = _take(knowledge, k_budget, count)
     d_budget = room - used_k
     cut_to = max(int(d_budget * _MAX_DETAIL_SHARE), 1)
-    trimmed = [_cut(d, cut_to, count) for d in details]
+    trimmed = [_cut(d, cut_to, count) for d in _collapse(details, per_source)]
     kept_d, _ = _take(trimmed, d_budget, count)
     # Details in conversation order read better than by score: keep score order only for
     # dropping.

@@ -47,7 +47,7 @@ from memctx._knowledge import KNOWLEDGE_FILE, KnowledgeStore
 from memctx._memory_search import memory_search
 from memctx._raw_store import RawStore
 from memctx._raw_store_io import validate_session_id
-from memctx._recall_block import RecallItem, detail_label
+from memctx._recall_block import RecallItem, detail_label, message_source
 from memctx._redact import Redactor
 from memctx._runtime_messages import KeySet, archive_text, message_time
 from memctx._text import tokenize
@@ -334,7 +334,12 @@ class Archive:
             weighted = self._config.text_weight * score
             if weighted >= self._config.auto_recall_min_score and score > 0:
                 order = (float(item["timestamp"]), i)
-                out.append(RecallItem("detail", text, weighted, label, f"pending:{i}", order))
+                source = message_source(
+                    item["session_id"], float(item["timestamp"]), item["turn"], item["role"]
+                )
+                out.append(
+                    RecallItem("detail", text, weighted, label, f"pending:{i}", order, source)
+                )
         return out
 
     # -- extraction and search -----------------------------------------------------------------

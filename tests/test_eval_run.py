@@ -127,3 +127,52 @@ def test_cli_eval_quick_prints_the_table_and_writes_the_report(
     assert (out / "report.md").exists() and (out / "report.html").exists()
     # Without --window each scenario plays at its own window (sessions 3-8x its size).
     assert _summary(out)["config"]["windows"] == []
+
+
+_PLUGIN = '''
+from memctx._eval_strategies import STRATEGIES, Prepared, TruncateStrategy, register_strategy
+
+
+class SystemOnly(TruncateStrategy):
+    """Sends the system prompt and the newest plain user message: a deliberately bad one."""
+
+    name = "system-only"
+
+    def prepare(self, transcript):
+        last = [m for m in transcript if m["role"] == "user" and isinstance(m["content"], str)]
+        return Prepared([transcript[0], *last[-1:]], trimmed=True)
+
+
+if "system-only" not in STRATEGIES:
+    register_strategy("system-only", SystemOnly)
+'''
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_plugin_strategy_runs_on_a_users_own_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], jobs: int
+) -> None:
+    from helpers.eval_sessions import scenario
+
+    from memctx._scenario import dump_scenarios
+
+    # A user's own scenario file is a suite; a module of theirs registers a strategy that
+    # the worker processes must see too.
+    data = tmp_path / "mine"
+    data.mkdir()
+    dump_scenarios([scenario(turns=30)], data / "my-suite.jsonl")
+    (tmp_path / "my_strategies.py").write_text(_PLUGIN, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    args = ["eval", "--datasets", str(data), "--plugin", "my_strategies", "--jobs", str(jobs)]
+    args += ["--strategy", "system-only", "--strategy", "memory-context", "--embedding", "hash"]
+    assert main([*args, "--no-progress", "--no-report", "--out", str(out)]) == 0
+    records = {(r["suite"], r["strategy"]): r for r in _summary(out)["records"]}
+    assert records[("my-suite", "system-only")]["recall_accuracy"] == 0.0
+    assert records[("my-suite", "memory-context")]["recall_accuracy"] == 1.0
+    assert _summary(out)["config"]["plugins"] == ["my_strategies"]
+    capsys.readouterr()
+    assert main(["eval", "--datasets", str(data), "--suite", "needle", "--out", str(out)]) == 2
+    assert "unknown suite" not in capsys.readouterr().err  # a built-in name: it is missing
+    assert main([*args, "--plugin", "no_such_module", "--out", str(out)]) == 2
+    assert "no_such_module" in capsys.readouterr().err

@@ -441,3 +441,16 @@ def test_gen_main_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "checksum" in err and "memctx gen" in err
     assert gen_main(["--out", str(out), "--suite", "nope"]) == 2
     assert gen_main(["--out", str(out), "--scale", "-1"]) == 2
+
+
+def test_committed_datasets_match_their_manifest_and_the_generator(tmp_path: Path) -> None:
+    # The frozen set is what `make eval` and the committed baseline ran on: a generator change
+    # that alters it must come with regenerated datasets (`memctx gen`) and a new baseline.
+    root = Path(__file__).resolve().parents[1] / "datasets" / "v1"
+    assert verify_datasets(root) == []
+    manifest = json.loads((root / "MANIFEST.json").read_text())
+    assert manifest["seed"] == 0 and manifest["scale"] == 1.0
+    assert set(manifest["suites"]) == set(SUITES)
+    for suite in ("needle", "cross-session"):
+        digest = dump_scenarios(generate_suite(suite, seed=0, scale=1.0), tmp_path / "x.jsonl")
+        assert digest == manifest["suites"][suite]["sha256"], f"{suite}: regenerate datasets/v1"

@@ -171,3 +171,30 @@ def test_ties_are_broken_by_archive_order_never_by_the_random_id() -> None:
     assert full.index("first") < full.index("second") < full.index("third")
     squeezed = block(["z", "a", "m"], 200)
     assert "first" in squeezed and "third" not in squeezed  # the later tie is dropped first
+
+
+def test_chunks_of_one_message_take_one_slot_unless_asked_for_more() -> None:
+    # Three overlapping chunks of one log outscore two other messages; collapsed, the best
+    # chunk stands for its message and the others get the room.
+    log = [
+        RecallItem(
+            "detail",
+            f"log part {n} " * 30,
+            0.9 - n / 100,
+            "2026-02-10 14:31 tool",
+            f"s{n}",
+            (1.0, n),
+            "s1|1.0|7|tool",
+        )
+        for n in range(3)
+    ]
+    others = [detail("the webhook lives in src/pay/hook.py", 0.5), detail("port 8743", 0.4)]
+    block = build_recall_block([], [*log, *others], 2000)
+    assert block is not None
+    assert [d.ref for d in block.details if d.ref.startswith("s") and len(d.ref) == 2] == ["s0"]
+    assert "src/pay/hook.py" in block.text and "port 8743" in block.text
+    roomy = build_recall_block([], [*log, *others], 2000, per_source=3)
+    assert roomy is not None and "log part 2" in roomy.text
+    # No source (segments without a turn): each is its own.
+    loose = [RecallItem("detail", f"note {n}", 0.5, "x", f"n{n}") for n in range(3)]
+    assert len(build_recall_block([], loose, 2000).details) == 3  # type: ignore[union-attr]

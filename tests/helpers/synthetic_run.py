@@ -28,8 +28,9 @@ PAIRS = (
 _SKILL = {
     ("full", "-"): 1.0,
     ("truncate", "-"): 0.35,
-    ("memory-context", "hash"): 0.8,
-    ("memory-context", "transformer"): 0.86,
+    # High enough that a "good" run clears the repository's thresholds in every suite.
+    ("memory-context", "hash"): 0.95,
+    ("memory-context", "transformer"): 0.97,
 }
 _TOKENS = {
     ("full", "-"): 90_000,
