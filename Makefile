@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup test check lint typecheck eval bench clean
+.PHONY: help setup test check lint typecheck eval gate bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ typecheck:
 
 eval: setup  ## run the default benchmark; writes reports/latest/
 	$(BIN)/memctx eval
+
+gate: setup  ## the benchmark, then fail on a regression against reports/baseline/
+	$(BIN)/memctx eval --baseline reports/baseline/summary.json
 
 bench: setup  ## speed and quality benchmarks, printed as ratios
 	$(BIN)/python -m memctx.bench

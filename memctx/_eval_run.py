@@ -302,13 +302,21 @@ def run_eval(options: EvalOptions) -> Path:
     jobs = _plan(options, suites)
     if not jobs:
         raise EvalError("nothing to run: the selected suites hold no scenarios")
-    done = [0]
+    done = [0, 0]  # jobs, their weight
+    total_weight = sum(job.weight() for job in jobs)
+    clock_start = time.perf_counter()
 
     def report(job: _Job, seconds: float) -> None:
         done[0] += 1
+        done[1] += job.weight()
         if options.progress:
+            elapsed = time.perf_counter() - clock_start
+            # Weights are message counts (x3 with the transformer): a rough, honest ETA.
+            left = elapsed * (total_weight - done[1]) / max(done[1], 1)
+            eta = f"~{left / 60:.1f} min left" if done[0] < len(jobs) else "done"
             print(
-                f"[{done[0]:>4}/{len(jobs)}] {job.label:<48} {seconds:7.1f}s",
+                f"[{done[0]:>4}/{len(jobs)}] {job.label:<48} {seconds:7.1f}s  "
+                f"elapsed {elapsed:6.1f}s  {eta}",
                 file=sys.stderr,
                 flush=True,
             )

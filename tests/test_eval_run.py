@@ -176,3 +176,13 @@ def test_a_plugin_strategy_runs_on_a_users_own_suite(
     assert "unknown suite" not in capsys.readouterr().err  # a built-in name: it is missing
     assert main([*args, "--plugin", "no_such_module", "--out", str(out)]) == 2
     assert "no_such_module" in capsys.readouterr().err
+
+
+def test_progress_lines_count_jobs_and_estimate_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_eval(_options(tmp_path / "p", suites=("needle",), progress=True))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3  # full, truncate, memory-context x hash
+    assert lines[0].startswith("[   1/3]") and "min left" in lines[0]
+    assert lines[-1].startswith("[   3/3]") and lines[-1].endswith("done")
