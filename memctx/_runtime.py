@@ -252,7 +252,10 @@ class MemoryContext:
             return messages
         # The trim cache is this engine's own: holding its lock for the whole turn lets the
         # turn read its input once and hand that reading to smart trim and the archive.
-        with self._trim_cache.lock:
+        # Writes to the store queued by this call start when it returns: its own search sees
+        # them in the pending overlay only, never half of them written (same input, same
+        # block, whatever the worker's timing).
+        with self._trim_cache.lock, self._archive.writes_after():
             return self._context_read(messages)
 
     def _context_read(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -28,7 +28,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +94,7 @@ class Archive:
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
         self._compaction_queued = False
         self._done = KeySet()  # trim-cache keys of trimmed messages already archived
+        self._held: list[tuple[list[Hashable], list[dict[str, Any]]]] | None = None
         self.counts: Counter[str] = Counter()
         self.extraction: dict[str, float] = {}
 
@@ -270,8 +273,26 @@ class Archive:
         with self._mutex:
             for key, item in zip(keys, items, strict=True):
                 self._pending.setdefault(key, []).append(item)
-        self._worker.submit(lambda: self._write(keys, items), "archive")
+            # Under the mutex: the block's end either sees this batch or we see it ended.
+            held = self._held
+            if held is not None:
+                held.append((keys, items))
+        if held is None:
+            self._worker.submit(partial(self._write, keys, items), "archive")
         return []
+
+    @contextmanager
+    def writes_after(self) -> Iterator[None]:
+        """Hold the background writes queued inside the block; queue them when it ends."""
+        with self._mutex:
+            self._held = []
+        try:
+            yield
+        finally:
+            with self._mutex:
+                held, self._held = self._held or [], None
+            for keys, items in held:
+                self._worker.submit(partial(self._write, keys, items), "archive")
 
     def _write(self, keys: list[Hashable], items: list[dict[str, Any]]) -> list[str]:
         try:

@@ -401,3 +401,45 @@ def test_chunking_off_archives_the_log_whole(tmp_path: Path) -> None:
         assert mem.wait_idle(30)
         stored = (tmp_path / "store" / "segments.jsonl").read_text().splitlines()
         assert len([line for line in stored if "/api/orders/" in line]) == 1
+
+
+class RacingEmbedder:
+    """Deterministic vectors; either the store writes (batches) or the queries are slow."""
+
+    name, dim, version = "racing-test", 64, "1"
+
+    def __init__(self, slow_writes: bool) -> None:
+        self.inner = HashEmbedder(64)
+        self.slow_writes = slow_writes
+
+    def embed(self, texts: Any) -> np.ndarray:
+        import time
+
+        if (len(texts) > 1) == self.slow_writes:
+            time.sleep(0.02)
+        return self.inner.embed(texts)
+
+
+def test_what_a_call_recalls_does_not_depend_on_the_workers_timing(tmp_path: Path) -> None:
+    # Background writes start only after the call that queued them, so the call's own search
+    # finds this turn's messages in the pending overlay whether the worker is fast (writes
+    # done while the query embeds) or slow. Between calls the worker's progress does matter;
+    # the harness waits for it there, and so does this test.
+    def play(slow_writes: bool) -> list[str]:
+        blocks = []
+        clock = lambda: 1_767_225_600.0  # noqa: E731 (a fixed time: labels must not differ)
+        embedder = RacingEmbedder(slow_writes)
+        with engine(tmp_path / f"slow-{slow_writes}", embedder=embedder, clock=clock) as mem:
+            history = long_session(n=30)
+            for i in range(8):
+                ask = "where does the payment webhook live?" if i % 2 else f"lint folder {i}"
+                # The agent goes on from what it sent (as it would after a trim).
+                out = mem.on_context([*history, {"role": "user", "content": ask}])
+                blocks.append("\n".join(m["content"] for m in out if is_recalled_block(m)))
+                history = [*out, filler(100 + i)]
+                assert mem.wait_idle(30)
+        return blocks
+
+    fast = play(slow_writes=False)
+    assert any("src/pay/hook.py" in b for b in fast)
+    assert play(slow_writes=True) == fast
