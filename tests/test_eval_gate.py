@@ -183,3 +183,22 @@ def test_check_gate_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "bad.json").write_text("[1, 2]", encoding="utf-8")
     assert check_gate(run_dir, tmp_path / "bad.json", None) == 2
     assert "not a summary.json" in capsys.readouterr().err
+
+
+def test_the_committed_baseline_passes_its_own_checks_and_gate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # reports/baseline/ is what `make gate` compares with: it must be a complete, clean run
+    # of the frozen datasets with every check holding (a regressed baseline must not land).
+    from memctx._eval_checks import run_checks
+    from memctx._eval_report import load_probes, load_summary
+
+    root = Path(__file__).resolve().parents[1] / "reports" / "baseline"
+    summary = load_summary(root)
+    checks = run_checks(summary, load_probes(root))
+    assert [c.ok for c in checks] == [True] * len(checks), [c.text for c in checks]
+    assert summary["provenance"]["datasets"] == "datasets/v1"
+    assert summary["provenance"]["git"]["dirty"] is False
+    assert {r["embedding"] for r in summary["records"]} == {"-", "hash", "transformer"}
+    assert check_gate(root, root / "summary.json") == 0
+    assert "gate: PASS" in capsys.readouterr().out
