@@ -255,11 +255,16 @@ def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any]
     return job.index, result
 
 
+def _run_order(jobs: Sequence[_Job]) -> list[_Job]:
+    """Heaviest first, so that the pool does not end on one big straggler."""
+    return sorted(jobs, key=lambda j: (-j.weight(), j.index))
+
+
 def _execute(
     jobs: list[_Job], options: EvalOptions, report: Callable[[_Job, float], None]
 ) -> dict[int, Any]:
     results: dict[int, Any] = {}
-    order = sorted(jobs, key=lambda j: (-j.weight(), j.index))
+    order = _run_order(jobs)
     with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
         if options.jobs <= 1 or len(jobs) <= 1:
             for job in order:
@@ -304,24 +309,30 @@ def run_eval(options: EvalOptions) -> Path:
     jobs = _plan(options, suites)
     if not jobs:
         raise EvalError("nothing to run: the selected suites hold no scenarios")
-    done = [0, 0]  # jobs, their weight
+    finished: set[int] = set()
+    done_weight = [0]
     total_weight = sum(job.weight() for job in jobs)
+    queue = _run_order(jobs)  # the pool starts jobs in this order
     clock_start = time.perf_counter()
 
     def report(job: _Job, seconds: float) -> None:
-        done[0] += 1
-        done[1] += job.weight()
-        if options.progress:
-            elapsed = time.perf_counter() - clock_start
-            # Weights are message counts (x3 with the transformer): a rough, honest ETA.
-            left = elapsed * (total_weight - done[1]) / max(done[1], 1)
-            eta = f"~{left / 60:.1f} min left" if done[0] < len(jobs) else "done"
-            print(
-                f"[{done[0]:>4}/{len(jobs)}] {job.label:<48} {seconds:7.1f}s  "
-                f"elapsed {elapsed:6.1f}s  {eta}",
-                file=sys.stderr,
-                flush=True,
-            )
+        finished.add(job.index)
+        done_weight[0] += job.weight()
+        if not options.progress:
+            return
+        elapsed = time.perf_counter() - clock_start
+        # Work done = finished jobs + half of those still running (the next ones in the
+        # queue): without that credit one long job in flight makes the estimate double.
+        running = [j for j in queue if j.index not in finished][: max(options.jobs, 1)]
+        credit = done_weight[0] + sum(j.weight() for j in running) / 2
+        left = elapsed * (total_weight - credit) / max(credit, 1)
+        eta = f"~{left / 60:.1f} min left" if len(finished) < len(jobs) else "done"
+        print(
+            f"[{len(finished):>4}/{len(jobs)}] {job.label:<48} {seconds:7.1f}s  "
+            f"elapsed {elapsed:6.1f}s  {eta}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     results = _execute(jobs, options, report)
     ordered = [(job, results[job.index]) for job in jobs]
