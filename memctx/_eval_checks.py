@@ -17,9 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memctx._eval_schema import ALL_SUITES
+
 __all__ = ["ALL", "Check", "pair_label", "pairs", "run_checks", "suites"]
 
-ALL = "all"
+ALL = ALL_SUITES  # the pooled records' suite name, under the name the reports use
 _EPS = 1e-9
 Pair = tuple[str, str]
 

@@ -176,13 +176,15 @@ def eval_command(args: argparse.Namespace) -> int:
         return 2
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     from memctx._eval_report import format_terminal_table, load_probes, write_report
+    from memctx._eval_schema import ALL_SUITES
 
     if not args.no_report:
         write_report(run_dir)
     print(format_terminal_table(summary, load_probes(run_dir)))
     print(f"\nrun directory: {run_dir}  ({summary['timing']['wall_s']} s)")
     status = 0
-    violations = sum(r.get("violations", 0) for r in summary["records"] if r["suite"] == "all")
+    pooled = [r for r in summary["records"] if r["suite"] == ALL_SUITES]
+    violations = sum(r.get("violations", 0) for r in pooled)
     if violations:
         print(f"FAIL: {violations} invariant violation(s); see report.md", file=sys.stderr)
         status = 1

@@ -26,10 +26,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memctx._eval_schema import RECORD_METRICS, CallRow, ProbeRow
+from memctx._eval_schema import ALL_SUITES, RECORD_METRICS, CallRow, ProbeRow
 
 __all__ = [
-    "ALL_SUITES",
     "BOOTSTRAP_RESAMPLES",
     "Prices",
     "aggregate",
@@ -39,7 +38,6 @@ __all__ = [
     "prices_for",
 ]
 
-ALL_SUITES = "all"
 BOOTSTRAP_RESAMPLES = 1000
 _KINDS = ("pairing", "hard_cap", "window", "secrets")
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
+    "ALL_SUITES",
     "HIGHER_IS_BETTER",
     "NO_EMBEDDING",
     "RECORD_METRICS",
@@ -29,6 +30,7 @@ __all__ = [
 
 SUMMARY_SCHEMA = 1
 NO_EMBEDDING = "-"
+ALL_SUITES = "all"  # the suite name of the records pooled over every suite
 
 # Keys of one summary record besides suite/strategy/embedding, in report order.
 RECORD_METRICS = (

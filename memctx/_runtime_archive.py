@@ -283,7 +283,12 @@ class Archive:
 
     @contextmanager
     def writes_after(self) -> Iterator[None]:
-        """Hold the background writes queued inside the block; queue them when it ends."""
+        """Hold the background writes queued inside the block; queue them when it ends.
+
+        The context hook runs inside it. A compaction hook on another thread meanwhile has
+        its writes held too (one hook's length at most); nothing is lost, since the swap
+        below and every append happen under the mutex.
+        """
         with self._mutex:
             self._held = []
         try:

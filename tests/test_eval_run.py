@@ -173,7 +173,10 @@ def test_a_plugin_strategy_runs_on_a_users_own_suite(
     assert _summary(out)["config"]["plugins"] == ["my_strategies"]
     capsys.readouterr()
     assert main(["eval", "--datasets", str(data), "--suite", "needle", "--out", str(out)]) == 2
-    assert "unknown suite" not in capsys.readouterr().err  # a built-in name: it is missing
+    # A built-in name is a known suite, only missing from this folder: the error says so.
+    assert "needle.jsonl.gz is missing" in capsys.readouterr().err
+    assert main(["eval", "--datasets", str(data), "--suite", "nope", "--out", str(out)]) == 2
+    assert "unknown suite" in (err := capsys.readouterr().err) and "my-suite" in err
     assert main([*args, "--plugin", "no_such_module", "--out", str(out)]) == 2
     assert "no_such_module" in capsys.readouterr().err
 

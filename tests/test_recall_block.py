@@ -191,7 +191,7 @@ def test_chunks_of_one_message_take_one_slot_unless_asked_for_more() -> None:
     others = [detail("the webhook lives in src/pay/hook.py", 0.5), detail("port 8743", 0.4)]
     block = build_recall_block([], [*log, *others], 2000)
     assert block is not None
-    assert [d.ref for d in block.details if d.ref.startswith("s") and len(d.ref) == 2] == ["s0"]
+    assert [d.ref for d in block.details if d.source] == ["s0"]
     assert "src/pay/hook.py" in block.text and "port 8743" in block.text
     roomy = build_recall_block([], [*log, *others], 2000, per_source=3)
     assert roomy is not None and "log part 2" in roomy.text
