@@ -1,6 +1,6 @@
 """Set-up for the quality gates: offline environment and the memctx pytest plugin.
 
-The plugin (``memctx._pytest_plugin``) is normally loaded through its ``pytest11`` entry
+The plugin (``memctx.harness.pytest_plugin``) is normally loaded through its ``pytest11`` entry
 point; it is named here only when that entry point is not installed yet, since registering it
 twice is an error.
 """
@@ -15,5 +15,5 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-if not any(ep.value == "memctx._pytest_plugin" for ep in entry_points(group="pytest11")):
-    pytest_plugins = ["memctx._pytest_plugin"]
+if not any(ep.value == "memctx.harness.pytest_plugin" for ep in entry_points(group="pytest11")):
+    pytest_plugins = ["memctx.harness.pytest_plugin"]

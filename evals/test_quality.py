@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memctx._pytest_plugin import MemctxRun
+from memctx.harness.pytest_plugin import MemctxRun
 
 _DEFAULT_THRESHOLDS = Path(__file__).with_name("thresholds.toml")
 SUITES = sorted(tomllib.loads(_DEFAULT_THRESHOLDS.read_text(encoding="utf-8")).get("suites", {}))

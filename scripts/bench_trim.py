@@ -18,8 +18,8 @@ import statistics
 import time
 from typing import Any
 
-from memctx._tokens import estimate_message_tokens
-from memctx._trim import TrimCache, smart_trim
+from memctx.messages.tokens import estimate_message_tokens
+from memctx.trim.smart import TrimCache, smart_trim
 
 _TOPICS = [
     "payment webhook signature verification stripe",

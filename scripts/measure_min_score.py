@@ -18,10 +18,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-from memctx._embeddings import make_embedder
-from memctx._locomo import load_locomo
-from memctx._locomo_bench import _archive
-from memctx._memory_search import search_store
+from memctx.bench.locomo.data import load_locomo
+from memctx.bench.locomo.methods import _archive
+from memctx.retrieval.embeddings import make_embedder
+from memctx.store.memory_search import search_store
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo7.json"
 

@@ -64,7 +64,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from memctx._redact import Redactor  # noqa: E402
+from memctx.text.redaction import Redactor  # noqa: E402
 
 _B, _E = r"(?<![0-9A-Za-z])", r"(?![0-9A-Za-z])"
 HEX_KINDS = {  # hex strings that are context, not secrets: each must survive redaction

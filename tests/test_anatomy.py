@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import given, settings
 
-from memctx._anatomy import (
+from memctx.messages.anatomy import (
     BlockKind,
     RoleKind,
     inspect_message,
@@ -148,7 +148,7 @@ def test_malformed_messages_never_crash_and_are_not_mutated(message: Any) -> Non
 
 
 def test_info_cache_reads_each_dict_once_and_notices_replaced_content() -> None:
-    from memctx._anatomy import InfoCache
+    from memctx.messages.anatomy import InfoCache
 
     cache = InfoCache()
     messages = [{"role": "user", "content": f"m{i}"} for i in range(10)]

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi, BM25Plus
 
-from memctx._bm25 import BM25Index, lucene_idf, term_score
-from memctx._bm25_parts import DenseKeys, Vocabulary, stable_order
-from memctx._text import tokenize
+from memctx.retrieval.bm25 import BM25Index, lucene_idf, term_score
+from memctx.retrieval.bm25_parts import DenseKeys, Vocabulary, stable_order
+from memctx.text.keywords import tokenize
 
 K1, B = 1.2, 0.75
 EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx._calibration import measure_counter
-from memctx._report_foundation import _claude_sessions
-from memctx._tokens import TokenCounter
+from memctx.cli.foundation import _claude_sessions
+from memctx.messages.calibration import measure_counter
+from memctx.messages.tokens import TokenCounter
 
 
 def test_measure_counter_recovers_a_known_scale() -> None:

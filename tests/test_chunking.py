@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx._chunking import chunk_text, split_lines
-from memctx._tokens import estimate_tokens
+from memctx.messages.tokens import estimate_tokens
+from memctx.text.chunking import chunk_text, split_lines
 
 
 def test_short_text_and_zero_budget_stay_whole() -> None:

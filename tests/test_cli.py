@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memctx._embeddings import HashEmbedder
-from memctx._raw_store import RawStore
 from memctx.cli import main
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.store.raw.store import RawStore
 
 
 def test_search_prints_memory_search_json(

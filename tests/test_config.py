@@ -1,4 +1,4 @@
-"""Tests for memctx._config: defaults, spellings, strict validation, files and overrides."""
+"""Tests for memctx.config.model: defaults, spellings, strict validation, files and overrides."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from memctx._config import (
+from memctx.config.files import load_config
+from memctx.config.model import (
     DEFAULT_CONFIG,
     CompactionConfig,
     ContextPruningConfig,
@@ -18,8 +19,7 @@ from memctx._config import (
     defaults,
     parse_duration,
 )
-from memctx._config_file import load_config
-from memctx._errors import ConfigError
+from memctx.errors import ConfigError
 
 
 def config_error(data: dict[str, Any]) -> str:

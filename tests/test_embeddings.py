@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx import _embeddings
-from memctx._embeddings import (
+from memctx.errors import StoreError
+from memctx.retrieval import embeddings as _embeddings
+from memctx.retrieval.embeddings import (
     TRANSFORMER_DIM,
     CachedEmbedder,
     Embedder,
@@ -24,7 +25,6 @@ from memctx._embeddings import (
     TransformerEmbedder,
     make_embedder,
 )
-from memctx._errors import StoreError
 
 TEXTS = [
     "configure the database connection",
@@ -45,7 +45,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 def test_hash_is_deterministic_across_processes() -> None:
     here = HashEmbedder().embed(TEXTS).tobytes()
     code = (
-        "import sys; from memctx._embeddings import HashEmbedder; "
+        "import sys; from memctx.retrieval.embeddings import HashEmbedder; "
         f"sys.stdout.write(HashEmbedder().embed({TEXTS!r}).tobytes().hex())"
     )
     # Another hash seed in the child: salted str hashes (hash()) would change the vectors.

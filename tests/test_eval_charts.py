@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers.synthetic_run import build_run
 
-from memctx._eval_charts import pick_session, session_calls, write_charts
+from memctx.harness.report.charts import pick_session, session_calls, write_charts
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -82,8 +82,8 @@ def test_charts_without_data_are_left_out(tmp_path: Path) -> None:
 
 def test_importing_the_harness_modules_does_not_import_matplotlib() -> None:
     code = (
-        "import sys, memctx, memctx._eval_report, memctx._eval_charts, memctx._eval_gate, "
-        "memctx._pytest_plugin; print('matplotlib' in sys.modules)"
+        "import sys, memctx, memctx.harness.report.report, memctx.harness.report.charts, memctx.harness.gate, "
+        "memctx.harness.pytest_plugin; print('matplotlib' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

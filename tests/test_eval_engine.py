@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 from helpers.eval_sessions import scenario, session
 
-from memctx._anatomy import InfoCache
-from memctx._eval_context import ContextLedger
-from memctx._eval_engine import ScenarioResult, run_scenario
-from memctx._eval_strategies import (
+from memctx.harness.engine import ScenarioResult, run_scenario
+from memctx.harness.ledger import ContextLedger
+from memctx.harness.scenario import Scenario
+from memctx.harness.strategies.base import (
     STRATEGIES,
     FullStrategy,
     Messages,
     Prepared,
     register_strategy,
 )
-from memctx._llm import LLMClient
-from memctx._pairing import pairing_violations
-from memctx._scenario import Scenario
-from memctx._tokens import estimate_message_tokens
+from memctx.llm.client import LLMClient
+from memctx.messages.anatomy import InfoCache
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_message_tokens
 
 SECRET = "sk-proj-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF"
 

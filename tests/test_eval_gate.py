@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers.synthetic_run import build_run, write_run
 
-from memctx._eval_gate import (
+from memctx.harness.gate import (
     DEFAULT_FAIL_ON,
     Rule,
     check_gate,
@@ -190,8 +190,8 @@ def test_the_committed_baseline_passes_its_own_checks_and_gate(
 ) -> None:
     # reports/baseline/ is what `make gate` compares with: it must be a complete, clean run
     # of the frozen datasets with every check holding (a regressed baseline must not land).
-    from memctx._eval_checks import run_checks
-    from memctx._eval_report import load_probes, load_summary
+    from memctx.harness.report.checks import run_checks
+    from memctx.harness.report.report import load_probes, load_summary
 
     root = Path(__file__).resolve().parents[1] / "reports" / "baseline"
     summary = load_summary(root)

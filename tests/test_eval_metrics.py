@@ -10,9 +10,9 @@ import litellm
 import pytest
 from helpers.eval_sessions import scenario
 
-from memctx._eval_engine import ScenarioResult, run_scenario
-from memctx._eval_metrics import Prices, aggregate, bootstrap_ci, call_cost, prices_for
-from memctx._eval_schema import RECORD_METRICS, CallRow, ProbeRow
+from memctx.harness.engine import ScenarioResult, run_scenario
+from memctx.harness.metrics import Prices, aggregate, bootstrap_ci, call_cost, prices_for
+from memctx.harness.schema import RECORD_METRICS, CallRow, ProbeRow
 
 KINDS = {"pairing": 0, "hard_cap": 0, "window": 0, "secrets": 0}
 

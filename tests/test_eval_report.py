@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers.synthetic_run import SUITES, SyntheticRun, build_run, write_run
 
-from memctx._eval_report import (
+from memctx.harness.report.report import (
     RunDirError,
     format_terminal_table,
     headline_table,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from memctx._eval_gate import check_gate
-from memctx._eval_run import EvalError, EvalOptions, run_eval
-from memctx._eval_schema import RECORD_METRICS, TIMING_KEYS
 from memctx.cli import main
+from memctx.harness.gate import check_gate
+from memctx.harness.run import EvalError, EvalOptions, run_eval
+from memctx.harness.schema import RECORD_METRICS, TIMING_KEYS
 
 SUITES = ("needle", "supersede")
 
@@ -130,7 +130,7 @@ def test_cli_eval_quick_prints_the_table_and_writes_the_report(
 
 
 _PLUGIN = '''
-from memctx._eval_strategies import STRATEGIES, Prepared, TruncateStrategy, register_strategy
+from memctx.harness.strategies.base import STRATEGIES, Prepared, TruncateStrategy, register_strategy
 
 
 class SystemOnly(TruncateStrategy):
@@ -154,7 +154,7 @@ def test_a_plugin_strategy_runs_on_a_users_own_suite(
 ) -> None:
     from helpers.eval_sessions import scenario
 
-    from memctx._scenario import dump_scenarios
+    from memctx.harness.scenario import dump_scenarios
 
     # A user's own scenario file is a suite; a module of theirs registers a strategy that
     # the worker processes must see too.

@@ -8,15 +8,8 @@ from typing import Any
 import pytest
 from helpers.eval_sessions import PLANT, QUESTION, session
 
-from memctx._anatomy import InfoCache
-from memctx._config import MemoryContextConfig
-from memctx._eval_memctx import (
-    COMPACTION_PREFIX,
-    MemoryContextStrategy,
-    compaction_reserve,
-    tail_start,
-)
-from memctx._eval_strategies import (
+from memctx.config.model import MemoryContextConfig
+from memctx.harness.strategies.base import (
     STRATEGIES,
     FullStrategy,
     StrategySetup,
@@ -24,9 +17,16 @@ from memctx._eval_strategies import (
     make_strategy,
     register_strategy,
 )
-from memctx._pairing import pairing_violations
-from memctx._tokens import TokenCounter, estimate_messages_tokens
-from memctx._trim import is_compaction_summary
+from memctx.harness.strategies.memory_context import (
+    COMPACTION_PREFIX,
+    MemoryContextStrategy,
+    compaction_reserve,
+    tail_start,
+)
+from memctx.messages.anatomy import InfoCache
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import TokenCounter, estimate_messages_tokens
+from memctx.trim.smart import is_compaction_summary
 
 
 def _setup(tmp_path: Path, window: int = 6_000, **overrides: Any) -> StrategySetup:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from memctx._extraction import ExtractionReport, extract_and_update
-from memctx._extraction_prompt import (
+from memctx.extraction.extract import ExtractionReport, extract_and_update
+from memctx.extraction.prompt import (
     CONVERSATION_OPEN,
     MAX_CONTENT_CHARS,
     ParseError,
@@ -25,9 +25,9 @@ from memctx._extraction_prompt import (
     parse_facts,
     prompt_overhead_tokens,
 )
-from memctx._knowledge import Fact, FactType, KnowledgeStore, NewFact, UpdateDecision
-from memctx._llm import LLMClient, LLMError
-from memctx._tokens import estimate_tokens
+from memctx.llm.client import LLMClient, LLMError
+from memctx.messages.tokens import estimate_tokens
+from memctx.store.knowledge import Fact, FactType, KnowledgeStore, NewFact, UpdateDecision
 
 Reply = str | Exception
 
@@ -584,7 +584,7 @@ def test_real_client_failures_are_counted_not_raised(store: KnowledgeStore) -> N
 # not memctx's); -W error would turn it into a failed call.
 @pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
 def test_offline_model_end_to_end(store: KnowledgeStore) -> None:
-    pytest.importorskip("memctx._offline_model", reason="the offline model is not installed yet")
+    pytest.importorskip("memctx.offline.model", reason="the offline model is not installed yet")
     add(store, "config", "The API listens on port 8000")
     messages = chat(
         "Hi! We'll use Kafka for the order events.",

@@ -1,7 +1,7 @@
 """The seeded scenario generator: determinism, sizes, and the invariants probes rely on.
 
 Most tests use the quick scale (0.15); the checks here are written independently of the
-generator's own checker (memctx._gen_check), which is tested separately by corrupting a
+generator's own checker (memctx.harness.gen.check), which is tested separately by corrupting a
 scenario.
 """
 
@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from memctx import estimate_tokens, pairing_violations, redact
-from memctx._anatomy import token_text
-from memctx._gen import (
+from memctx.harness.gen.check import scenario_problems
+from memctx.harness.gen.facts import REVISIONS_EN, REVISIONS_ZH, STATEMENTS_EN, STATEMENTS_ZH
+from memctx.harness.gen.generate import (
     GENERATOR_VERSION,
     SUITES,
     gen_main,
@@ -29,11 +30,16 @@ from memctx._gen import (
     verify_datasets,
     write_datasets,
 )
-from memctx._gen_check import scenario_problems
-from memctx._gen_facts import REVISIONS_EN, REVISIONS_ZH, STATEMENTS_EN, STATEMENTS_ZH
-from memctx._gen_topics import TOPICS
-from memctx._gen_turns import ONE_WORD_EN, ONE_WORD_ZH
-from memctx._scenario import FACT_KINDS, Scenario, content_sha256, dump_scenarios, load_scenarios
+from memctx.harness.gen.topics import TOPICS
+from memctx.harness.gen.turns import ONE_WORD_EN, ONE_WORD_ZH
+from memctx.harness.scenario import (
+    FACT_KINDS,
+    Scenario,
+    content_sha256,
+    dump_scenarios,
+    load_scenarios,
+)
+from memctx.messages.anatomy import token_text
 
 QUICK = 0.15
 _CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from memctx._errors import StoreError
-from memctx._knowledge import (
+from memctx.errors import StoreError
+from memctx.store.knowledge import (
     Fact,
     FactType,
     KnowledgeStore,
@@ -239,7 +239,7 @@ def test_concurrent_processes_never_interleave(tmp_path: Path) -> None:
         f"""
         import sys
         sys.path.insert(0, {str(REPO_ROOT)!r})
-        from memctx._knowledge import FactType, KnowledgeStore, NewFact, UpdateDecision
+        from memctx.store.knowledge import FactType, KnowledgeStore, NewFact, UpdateDecision
         store = KnowledgeStore(sys.argv[1])
         for i in range(40):
             fact = NewFact(FactType.TASK_STATE, f"worker {{sys.argv[2]}} step {{i}} " + "x" * 900)

@@ -10,8 +10,8 @@ from typing import Any
 import litellm
 import pytest
 
-from memctx._errors import MemctxError
-from memctx._llm import (
+from memctx.errors import MemctxError
+from memctx.llm.client import (
     OFFLINE_MODEL,
     LLMClient,
     LLMError,

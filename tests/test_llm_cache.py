@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from memctx._llm import LLMClient
-from memctx._llm_cache import (
+from memctx.llm.cache import (
     CACHE_FORMAT_VERSION,
     CachedResponse,
     ResponseCache,
     cache_key,
     default_cache_dir,
 )
+from memctx.llm.client import LLMClient
 
 MESSAGES = [
     {"role": "system", "content": "You summarise."},

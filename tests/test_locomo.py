@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx._locomo import load_locomo, normalise_evidence
-from memctx._locomo_bench import DEFAULT_METHOD, METHODS, run_locomo
-from memctx._locomo_loo import leave_one_out
-from memctx._retrieval_eval import (
+from memctx.bench.locomo.data import load_locomo, normalise_evidence
+from memctx.bench.locomo.evaluate import (
     evaluate_retriever,
     per_turn_packer,
     rendered_packer,
     turn_hit,
     within_budget,
 )
+from memctx.bench.locomo.loo import leave_one_out
+from memctx.bench.locomo.methods import DEFAULT_METHOD, METHODS, run_locomo
 
 
 def test_malformed_evidence_ids_are_repaired() -> None:

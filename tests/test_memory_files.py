@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx._embeddings import HashEmbedder
-from memctx._errors import StoreError
-from memctx._memory_files import (
+from memctx.errors import StoreError
+from memctx.messages.tokens import estimate_tokens
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.store.memory_files import (
     CHUNK_OVERLAP_TOKENS,
     CHUNK_TOKENS,
     MemoryFiles,
     chunk_lines,
     split_lines,
 )
-from memctx._tokens import estimate_tokens
 
 NOW = dt.datetime(2026, 3, 2, 12, 0).timestamp()  # local noon: "today" is 2026-03-02
 

@@ -13,8 +13,8 @@ import string
 
 import pytest
 
-from memctx._extraction_prompt import extraction_messages, parse_facts, render_messages
-from memctx._offline_extract import MAX_FACTS, extract_facts, offline_extract_response
+from memctx.extraction.prompt import extraction_messages, parse_facts, render_messages
+from memctx.offline.extract import MAX_FACTS, extract_facts, offline_extract_response
 
 
 def _types(text: str) -> list[str]:

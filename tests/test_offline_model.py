@@ -14,15 +14,15 @@ from typing import Any
 import litellm
 import pytest
 
-from memctx._llm import OFFLINE_MODEL, LLMClient, LLMError, task_marker
-from memctx._offline_model import (
+from memctx.llm.client import OFFLINE_MODEL, LLMClient, LLMError, task_marker
+from memctx.messages.tokens import estimate_messages_tokens, estimate_tokens
+from memctx.offline.model import (
     DEFAULT_REPLY_TOKENS,
     OFFLINE_PROVIDER,
     OfflineModel,
     offline_reply,
     register_offline_model,
 )
-from memctx._tokens import estimate_messages_tokens, estimate_tokens
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Item .* is using the .ReadOnly. qualifier:UserWarning"
@@ -58,16 +58,16 @@ def provider_map(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 @pytest.fixture
 def fake_extractor(monkeypatch: pytest.MonkeyPatch) -> list[Sequence[Mapping[str, Any]]]:
-    """Replace memctx._offline_extract (written separately) with a recording stub."""
+    """Replace memctx.offline.extract (written separately) with a recording stub."""
     seen: list[Sequence[Mapping[str, Any]]] = []
 
     def offline_extract_response(messages: Sequence[Mapping[str, Any]]) -> str:
         seen.append(messages)
         return '[{"type": "decision", "content": "stub", "context": "test"}]'
 
-    module = types.ModuleType("memctx._offline_extract")
+    module = types.ModuleType("memctx.offline.extract")
     module.offline_extract_response = offline_extract_response  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "memctx._offline_extract", module)
+    monkeypatch.setitem(sys.modules, "memctx.offline.extract", module)
     return seen
 
 
@@ -196,9 +196,9 @@ def test_extract_knowledge_goes_to_the_offline_extractor(
 def test_an_extractor_that_returns_no_string_fails_the_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    module = types.ModuleType("memctx._offline_extract")
+    module = types.ModuleType("memctx.offline.extract")
     module.offline_extract_response = lambda messages: [1, 2]  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "memctx._offline_extract", module)
+    monkeypatch.setitem(sys.modules, "memctx.offline.extract", module)
     messages = [{"role": "user", "content": "<conversation>x</conversation>"}]
     with pytest.raises(LLMError, match="memctx/offline"):
         LLMClient().complete(messages, task="extract-knowledge")

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx._offline_summary import SECTION_TITLES, summarize_text
-from memctx._tokens import estimate_tokens
+from memctx.messages.tokens import estimate_tokens
+from memctx.offline.summary import SECTION_TITLES, summarize_text
 
 SESSION = """\
 user: The nightly export job crashes on large accounts.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from memctx._pairing import ViolationKind, pairing_violations, repair_tool_pairing
+from memctx.messages.pairing import ViolationKind, pairing_violations, repair_tool_pairing
 
 
 def _use(i: str, name: str = "read") -> dict[str, Any]:

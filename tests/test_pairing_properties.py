@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx._anatomy import InfoCache, RoleKind, inspect_message, role_kind
-from memctx._pairing import pairing_violations, repair_tool_pairing
+from memctx.messages.anatomy import InfoCache, RoleKind, inspect_message, role_kind
+from memctx.messages.pairing import pairing_violations, repair_tool_pairing
 from tests.strategies import (
     FORMATS,
     damaged_conversations,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.synthetic_run import build_run, write_run
 
-import memctx._eval_run  # noqa: F401
+import memctx.harness.run  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Named with -p only until the pytest11 entry point is installed (twice would be an error).
 PLUGIN = (
     []
-    if any(ep.value == "memctx._pytest_plugin" for ep in entry_points(group="pytest11"))
-    else ["-p", "memctx._pytest_plugin"]
+    if any(ep.value == "memctx.harness.pytest_plugin" for ep in entry_points(group="pytest11"))
+    else ["-p", "memctx.harness.pytest_plugin"]
 )
 
 
@@ -61,7 +61,7 @@ def test_bad_run_dir_is_a_clear_error(pytester: pytest.Pytester, tmp_path: Path)
 
 
 _FAKE_RUNNER = """
-import memctx._eval_run as runner
+import memctx.harness.run as runner
 from helpers.synthetic_run import write_run
 
 SEEN = []
@@ -119,24 +119,24 @@ def test_skips_when_the_runner_is_not_importable(pytester: pytest.Pytester) -> N
         """
         import sys
 
-        _saved = sys.modules.get("memctx._eval_run")
+        _saved = sys.modules.get("memctx.harness.run")
 
 
         def pytest_configure(config):
-            sys.modules["memctx._eval_run"] = None  # import now raises ImportError
+            sys.modules["memctx.harness.run"] = None  # import now raises ImportError
 
 
         def pytest_unconfigure(config):
             if _saved is not None:
-                sys.modules["memctx._eval_run"] = _saved
+                sys.modules["memctx.harness.run"] = _saved
             else:
-                sys.modules.pop("memctx._eval_run", None)
+                sys.modules.pop("memctx.harness.run", None)
         """
     )
     pytester.makepyfile("def test_run(memctx_run):\n    pass\n")
     result = pytester.runpytest(*PLUGIN, "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*memctx._eval_run is not importable*--memctx-run DIR*"])
+    result.stdout.fnmatch_lines(["*memctx.harness.run is not importable*--memctx-run DIR*"])
 
 
 def test_thresholds_fixture(pytester: pytest.Pytester, tmp_path: Path) -> None:

@@ -20,18 +20,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx import _raw_store_base as store_base_module
-from memctx import _raw_store_terms as terms_module
-from memctx._bm25 import TermCounts
-from memctx._embeddings import HashEmbedder
-from memctx._errors import StoreError
-from memctx._raw_store import RawStore, Segment
-from memctx._raw_store_counts import TermCounter
-from memctx._raw_store_io import child_path, decode_info, decode_record, encode_record
-from memctx._search import hybrid_search
-from memctx._tagging import MAX_ENTITIES, entities, topics
-from memctx._text import tokenize
-from memctx._vmem import read_vmem, write_vmem
+from memctx.errors import StoreError
+from memctx.retrieval.bm25 import TermCounts
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.retrieval.hybrid import hybrid_search
+from memctx.store.raw import base as store_base_module
+from memctx.store.raw import terms as terms_module
+from memctx.store.raw.counts import TermCounter
+from memctx.store.raw.io import child_path, decode_info, decode_record, encode_record
+from memctx.store.raw.store import RawStore, Segment
+from memctx.store.vmem import read_vmem, write_vmem
+from memctx.text.keywords import tokenize
+from memctx.text.tagging import MAX_ENTITIES, entities, topics
 
 EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
 # Each example builds a store on disk: a quarter of the default count keeps this under ~10 s.

@@ -1,4 +1,4 @@
-"""Bulk term counting (:mod:`memctx._raw_store_counts`): exactly ``Counter(tokenize(text))``
+"""Bulk term counting (:mod:`memctx.store.raw.counts`): exactly ``Counter(tokenize(text))``
 per text, whatever the text, across batches that share the counter's memory."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx import _raw_store_counts as counts_module
-from memctx._bm25 import BM25Index, TermCounts
-from memctx._raw_store_counts import SEPARATORS, TermCounter
-from memctx._text import tokenize
+from memctx.retrieval.bm25 import BM25Index, TermCounts
+from memctx.store.raw import counts as counts_module
+from memctx.store.raw.counts import SEPARATORS, TermCounter
+from memctx.text.keywords import tokenize
 
 
 def _per_text(counts: TermCounts) -> list[tuple[int, dict[str, int]]]:

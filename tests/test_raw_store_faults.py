@@ -1,7 +1,7 @@
 """Raw store under faults: SIGKILL mid-burst, concurrent writer processes, full or read-only disks.
 
 The inter-process lock is an exclusive ``flock`` on ``segments.jsonl.lock``
-(:mod:`memctx._raw_store_lock`). Writers hold it while they read what others appended, dedup,
+(:mod:`memctx.store.raw.lock`). Writers hold it while they read what others appended, dedup,
 write their lines with one ``os.write`` on an ``O_APPEND`` descriptor and append their vectors.
 """
 
@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-import memctx._raw_store as raw_store_module
-import memctx._raw_store_vectors as vectors_module
-from memctx._embeddings import HashEmbedder
-from memctx._errors import StoreError
-from memctx._raw_store import RawStore
-from memctx._raw_store_io import decode_record
-from memctx._text import tokenize
-from memctx._vmem import read_vmem
+import memctx.store.raw.store as raw_store_module
+import memctx.store.raw.vectors as vectors_module
+from memctx.errors import StoreError
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.store.raw.io import decode_record
+from memctx.store.raw.store import RawStore
+from memctx.store.vmem import read_vmem
+from memctx.text.keywords import tokenize
 
 WRITER = Path(__file__).resolve().parent / "helpers" / "raw_store_writer.py"
 UUID_LINE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

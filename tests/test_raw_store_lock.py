@@ -1,4 +1,4 @@
-"""The store's inter-process lock (:mod:`memctx._raw_store_lock`): exclusion between
+"""The store's inter-process lock (:mod:`memctx.store.raw.lock`): exclusion between
 processes and with ``filelock.FileLock`` on the same file, timeouts, an unlinked lock file."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 from filelock import FileLock
 from filelock import Timeout as FileLockTimeout
 
-from memctx import _raw_store_lock as lock_module
-from memctx._raw_store_lock import LockTimeout, StoreLock
+from memctx.store.raw import lock as lock_module
+from memctx.store.raw.lock import LockTimeout, StoreLock
 
 _HOLDER = r"""
 import sys, time
-from memctx._raw_store_lock import StoreLock
+from memctx.store.raw.lock import StoreLock
 from pathlib import Path
 lock = StoreLock(Path(sys.argv[1]), timeout=30)
 lock.acquire()

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from helpers.datasets import DATASETS, dataset_path
 
-from memctx._pairing import pairing_violations, repair_tool_pairing
-from memctx._report_foundation import deletion_trials
-from memctx._transcripts import load_transcripts
+from memctx.cli.foundation import deletion_trials
+from memctx.messages.pairing import pairing_violations, repair_tool_pairing
+from memctx.transcripts.load import load_transcripts
 
 PATTERNS = (
     "claude-code/*.jsonl",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memctx._anatomy import InfoCache
-from memctx._recall import MAX_QUERY_CHARS, build_query
+from memctx.messages.anatomy import InfoCache
+from memctx.recall.query import MAX_QUERY_CHARS, build_query
 
 
 def user(text: str) -> dict[str, object]:

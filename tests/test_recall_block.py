@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx._anatomy import is_recalled_block
-from memctx._recall_block import (
+from memctx.messages.anatomy import is_recalled_block
+from memctx.messages.tokens import estimate_tokens
+from memctx.recall.block import (
     RecallItem,
     build_recall_block,
     detail_label,
     recall_message,
 )
-from memctx._tokens import estimate_tokens
 
 
 def fact(text: str, score: float, kind: str = "decision") -> RecallItem:

@@ -24,8 +24,8 @@ from helpers.datasets import dataset_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx._redact import Hit, RedactionResult, Redactor, redact, redact_with_report
-from memctx._redact_checks import _looks_random
+from memctx.text.redaction import Hit, RedactionResult, Redactor, redact, redact_with_report
+from memctx.text.redaction_checks import _looks_random
 
 UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
 B62 = UPPER + LOWER + DIGITS

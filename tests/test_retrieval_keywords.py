@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memctx._embeddings import HashEmbedder
-from memctx._memory_search import search_store
-from memctx._raw_store import RawStore
-from memctx._retrieval_keywords import (
+from memctx.bench.locomo.keywords import (
     QUESTION_WORDS,
     StemmedBM25,
     keyword_terms,
     search_stemmed,
     stemmed_index,
 )
-from memctx._search import SearchParams
-from memctx._text import tokenize
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.retrieval.hybrid import SearchParams
+from memctx.store.memory_search import search_store
+from memctx.store.raw.store import RawStore
+from memctx.text.keywords import tokenize
 
 TEXT_ONLY = SearchParams(
     vector_weight=0.0, text_weight=1.0, neighbour_weight=0.0, episode_weight=0.0
@@ -24,7 +24,7 @@ TEXT_ONLY = SearchParams(
 
 def test_store_tokenizer_does_not_stem_yet() -> None:
     # StemmedBM25 stems tokenize()'s output. Once tokenize itself stems (the
-    # proposed patch), this index would stem twice: drop memctx._retrieval_keywords then.
+    # proposed patch), this index would stem twice: drop memctx.bench.locomo.keywords then.
     assert tokenize("camping paintings") == ["camping", "paintings"]
 
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from memctx._retrieval_render import RecallHit, compact_text, render_recall
-from memctx._tokens import estimate_tokens
+from memctx.messages.tokens import estimate_tokens
+from memctx.recall.render import RecallHit, compact_text, render_recall
 
 
 def _hit(turn: int, text: str = "", session: str = "s1", **kw: object) -> RecallHit:

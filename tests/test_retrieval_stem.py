@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memctx._retrieval_stem import porter_stem, stem_tokens
+from memctx.text.stem import porter_stem, stem_tokens
 
 # (word, stem) pairs from Porter (1980) and the reference implementation's vocabulary.
 PAIRS = """

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from memctx import MemoryContextConfig
-from memctx._anatomy import is_recalled_block
-from memctx._embeddings import HashEmbedder
-from memctx._errors import StoreError
-from memctx._pairing import pairing_violations
-from memctx._runtime import MemoryContext
-from memctx._tokens import estimate_messages_tokens
+from memctx.errors import StoreError
+from memctx.messages.anatomy import is_recalled_block
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_messages_tokens
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.runtime.engine import MemoryContext
 
 WINDOW = 20_000  # cap = min(4000, 2000) = 2000; safe limit = 20000 - 4000 - 2000 = 14000
 
@@ -166,7 +166,7 @@ def test_hooks_never_raise_on_malformed_input_and_return_it(tmp_path: Path, bad:
 def test_an_internal_failure_returns_the_input_and_is_counted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memctx._runtime as runtime
+    import memctx.runtime.engine as runtime
 
     def broken(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("index exploded")
@@ -282,7 +282,7 @@ def test_concurrent_hooks_from_threads_do_not_break(tmp_path: Path) -> None:
 def test_store_compaction_runs_on_the_worker_never_in_the_hook(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memctx._raw_store_compact import CompactingStore
+    from memctx.store.raw.compact import CompactingStore
 
     threads: list[str] = []
     original = CompactingStore._compact
@@ -320,7 +320,7 @@ def test_turns_of_archived_messages_are_their_positions_in_the_input(tmp_path: P
 
 
 def test_key_set_answers_for_arrays_of_keys() -> None:
-    from memctx._runtime_messages import KeySet
+    from memctx.runtime.archive_keys import KeySet
 
     keys = KeySet()
     assert not keys.has(np.array([0, 5, 10**6], dtype=np.int64)).any()

@@ -17,9 +17,9 @@ import litellm
 import pytest
 
 from memctx import MemoryContext, MemoryContextConfig
-from memctx._extraction import extract_and_update
-from memctx._knowledge import KnowledgeStore
-from memctx._llm import LLMClient, task_of
+from memctx.extraction.extract import extract_and_update
+from memctx.llm.client import LLMClient, task_of
+from memctx.store.knowledge import KnowledgeStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
 

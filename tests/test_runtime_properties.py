@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctx import MemoryContextConfig
-from memctx._anatomy import is_recalled_block
-from memctx._pairing import pairing_violations
-from memctx._runtime import MemoryContext
-from memctx._tokens import estimate_message_tokens
-from memctx._trim import protected_mask
+from memctx.messages.anatomy import is_recalled_block
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_message_tokens
+from memctx.runtime.engine import MemoryContext
+from memctx.trim.smart import protected_mask
 from tests.strategies import FORMATS, TrimCase, fuzzed_conversations, trim_cases
 
 EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "150")) // 2 or 1

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx._replay import ReplayReport, format_replay, replay_transcript
-from memctx._transcripts import load_transcript
+from memctx.harness.replay import ReplayReport, format_replay, replay_transcript
+from memctx.transcripts.load import load_transcript
 
 SESSIONS = (
     "258c7280-ae70-4798-800f-63464d01a85d.jsonl",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memctx._scenario import (
+from memctx.harness.scenario import (
     SCENARIO_SCHEMA,
     Probe,
     Scenario,

@@ -12,11 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx._bm25 import BM25Index
-from memctx._embeddings import HashEmbedder
-from memctx._memory_search import MAX_LIMIT, memory_search, search_store
-from memctx._raw_store import RawStore
-from memctx._search import (
+from memctx.retrieval.bm25 import BM25Index
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.retrieval.hybrid import (
     DEFAULT_PARAMS,
     SEED_PRESET,
     EpisodeIndex,
@@ -25,8 +23,10 @@ from memctx._search import (
     _decay,
     hybrid_search,
 )
-from memctx._text import tokenize
-from memctx._vector_index import VectorIndex
+from memctx.retrieval.vector_index import VectorIndex
+from memctx.store.memory_search import MAX_LIMIT, memory_search, search_store
+from memctx.store.raw.store import RawStore
+from memctx.text.keywords import tokenize
 
 EMB = HashEmbedder()
 

@@ -1,4 +1,4 @@
-"""Rule-based tags (:mod:`memctx._tagging`): exact outputs pinned before the fast rewrite.
+"""Rule-based tags (:mod:`memctx.text.tagging`): exact outputs pinned before the fast rewrite.
 
 The expectations below were produced by the original implementation (a quadratic overlap
 check between candidate runs and URL/backtick spans, one topic look-up per word) and written
@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx._tagging import MAX_ENTITIES, entities, topics
+from memctx.text.tagging import MAX_ENTITIES, entities, topics
 
 CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (

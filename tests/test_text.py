@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx import _text as text_module
-from memctx._text import (
+from memctx.text import keywords as text_module
+from memctx.text.keywords import (
     _chunk_tokens,
     _run_tokens,
     _tokenize_general,

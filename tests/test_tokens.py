@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memctx._tokens import (
+from memctx.messages.tokens import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     TokenCounter,

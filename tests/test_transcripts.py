@@ -1,4 +1,4 @@
-"""Tests for memctx._transcripts: real transcripts from ../shared/datasets and synthetic files."""
+"""Tests for memctx.transcripts.load: real transcripts from ../shared/datasets and synthetic files."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from helpers.datasets import dataset_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx._anatomy import RoleKind, inspect_message, role_kind
-from memctx._errors import TranscriptError
-from memctx._transcripts import (
+from memctx.errors import TranscriptError
+from memctx.messages.anatomy import RoleKind, inspect_message, role_kind
+from memctx.transcripts.load import (
     FORMATS,
     Transcript,
     Usage,

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from memctx._anatomy import inspect_message
-from memctx._pairing import pairing_violations
-from memctx._tokens import estimate_message_tokens
-from memctx._trim import (
+from memctx.messages.anatomy import inspect_message
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_message_tokens
+from memctx.trim.smart import (
     TrimCache,
     TrimCounts,
     is_compaction_summary,
@@ -21,7 +21,7 @@ from memctx._trim import (
     tool_units,
     trim_read,
 )
-from memctx._trim_state import ReadInfos
+from memctx.trim.state import ReadInfos
 from tests.strategies import FORMATS, RECALLED_TEXT, SUMMARY_TEXTS, Call, Turn, render
 
 Message = dict[str, Any]

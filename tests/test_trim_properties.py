@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx._anatomy import RoleKind, inspect_message, is_recalled_block, role_kind
-from memctx._pairing import pairing_violations
-from memctx._tokens import estimate_message_tokens
-from memctx._trim import (
+from memctx.messages.anatomy import RoleKind, inspect_message, is_recalled_block, role_kind
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_message_tokens
+from memctx.trim.smart import (
     MIN_QUERY_CHARS,
     TrimCache,
     TrimResult,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx._vector_index import VectorIndex
+from memctx.retrieval.vector_index import VectorIndex
 
 DIM = 16
 
@@ -198,7 +198,7 @@ def test_row_dots_agree_bit_for_bit_whatever_rows_come_along(
 ) -> None:
     # Scores of the full product, of a gathered subset and of one row must be the same
     # floats, or a key's score would depend on which other keys were scored with it.
-    from memctx import _vector_index as module
+    from memctx.retrieval import vector_index as module
 
     rng = np.random.default_rng(5)
     matrix, q = _unit(rng, 500, 384), _unit(rng, 1, 384)[0]

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx._errors import StoreError, VmemError
-from memctx._vmem import (
+from memctx.errors import StoreError, VmemError
+from memctx.store.vmem import (
     append_vmem,
     iter_vmem,
     iter_vmem_raw,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from memctx._worker import BackgroundWorker
+from memctx.runtime.worker import BackgroundWorker
 
 
 def test_jobs_run_in_submission_order_and_wait_idle_waits() -> None:

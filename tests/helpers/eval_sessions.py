@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memctx._scenario import Probe, Scenario, Session
+from memctx.harness.scenario import Probe, Scenario, Session
 
 WORDS = (
     "parser cache handler module request response buffer stream index worker queue schema "

@@ -4,7 +4,7 @@ Usage::
 
     python raw_store_writer.py STORE_DIR SESSION COUNT [BATCH] [START_AT]
 
-Opens a :class:`memctx._raw_store.RawStore` on ``STORE_DIR``, prints ``ready``, waits until the
+Opens a :class:`memctx.store.raw.store.RawStore` on ``STORE_DIR``, prints ``ready``, waits until the
 epoch time ``START_AT`` (a start barrier shared by concurrent writers), then archives ``COUNT``
 segments of session ``SESSION``, ``BATCH`` per ``add_many`` call, and prints each stored
 segment's id on its own line, flushed, as soon as the call has returned. The parent knows that
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from memctx._embeddings import HashEmbedder
-from memctx._raw_store import RawStore
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.store.raw.store import RawStore
 
 _WORDS = "alpha beta gamma delta schema migration pytest deploy cache token latency".split()
 

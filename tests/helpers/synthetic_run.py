@@ -1,6 +1,6 @@
 """Plausible evaluation run directories for the report, chart, gate and plugin tests.
 
-They follow the file contract of :mod:`memctx._eval_schema` only (no replay engine needed):
+They follow the file contract of :mod:`memctx.harness.schema` only (no replay engine needed):
 9 suites, strategies ``full``/``truncate`` (embedding ``"-"``) and ``memory-context`` ×
 ``hash``/``transformer``. :func:`build_run` returns the three parts so that a test can inject
 a regression before :func:`write_run` writes them.
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctx._eval_schema import SUMMARY_SCHEMA
-from memctx._gen_suites import SUITES
+from memctx.harness.gen.suites import SUITES
+from memctx.harness.schema import SUMMARY_SCHEMA
 
 PAIRS = (
     ("full", "-"),

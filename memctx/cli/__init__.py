@@ -1,0 +1,5 @@
+"""The ``memctx`` command line."""
+
+from memctx.cli.main import main
+
+__all__ = ["main"]

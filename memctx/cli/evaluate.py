@@ -1,0 +1,195 @@
+"""``memctx eval``: options, the run, the terminal table, the gate.
+
+Kept apart from :mod:`memctx.cli` so the command line module stays a thin dispatcher and the
+harness can be driven from Python (:func:`memctx.harness.run.run_eval`) with the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_eval_arguments", "eval_command", "options_from_args"]
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``memctx eval`` (every one documented in ``--help``)."""
+    from memctx.harness.run import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES
+
+    parser.add_argument(
+        "--suite", action="append", help="suite to run (repeatable; default: every suite)"
+    )
+    parser.add_argument(
+        "--strategy",
+        action="append",
+        help=f"strategy (repeatable; default: {', '.join(DEFAULT_STRATEGIES)})",
+    )
+    parser.add_argument(
+        "--embedding",
+        action="append",
+        choices=list(DEFAULT_EMBEDDINGS),
+        help="embedder for strategies that search (repeatable; default: hash and transformer, "
+        "hash only with --quick)",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        action="append",
+        help="context window in tokens (repeatable; default: each scenario's own window)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small generated set (every suite, hash only unless --embedding): under a minute",
+    )
+    parser.add_argument("--jobs", type=int, help="worker processes (default: CPU count)")
+    parser.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
+    )
+    parser.add_argument(
+        "--config", help="JSON or TOML file of config overrides (nested or dotted keys)"
+    )
+    parser.add_argument(
+        "--llm", metavar="MODEL", help="answer and judge probes with this litellm model"
+    )
+    parser.add_argument(
+        "--answer-model",
+        default="claude-sonnet-4-5",
+        help="litellm model whose prices give cost_usd (default claude-sonnet-4-5)",
+    )
+    parser.add_argument("--out", default="reports/latest", help="run directory to write")
+    parser.add_argument(
+        "--datasets",
+        help="folder of scenario files SUITE.jsonl(.gz) (default: datasets/v1); any file there "
+        "is a suite, so your own scenarios run next to the built-in ones",
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="import this module first, in every worker too (repeatable): it can call "
+        "memctx.harness.strategies.base.register_strategy to add a strategy",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="generator and bootstrap seed")
+    parser.add_argument("--baseline", help="summary.json to compare against (the gate)")
+    parser.add_argument(
+        "--fail-on",
+        metavar="SPEC",
+        help="gate tolerances, e.g. recall_accuracy:-0.02,cost_usd:+5%% (needs --baseline)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
+    parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    from memctx.config.model import MemoryContextConfig
+
+    overrides: dict[str, Any] = {}
+    if args.config:
+        path = Path(args.config)
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read config overrides from {path}: {exc}") from exc
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{path} must hold an object of config keys")
+        overrides.update(_flatten(data))
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set hardCapTokens=2000")
+        overrides[key.strip()] = _parse_value(value.strip())
+    # Fail now, naming the key, rather than in every worker.
+    MemoryContextConfig(enabled=True).with_overrides(overrides)
+    return overrides
+
+
+def options_from_args(args: argparse.Namespace) -> Any:
+    """Build :class:`memctx.harness.run.EvalOptions` from parsed arguments."""
+    from memctx.harness.run import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES, EvalOptions
+
+    embeddings = tuple(args.embedding or (("hash",) if args.quick else DEFAULT_EMBEDDINGS))
+    kwargs: dict[str, Any] = {}
+    if args.jobs is not None:
+        if args.jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+        kwargs["jobs"] = args.jobs
+    return EvalOptions(
+        suites=tuple(args.suite or ()),
+        strategies=tuple(args.strategy or DEFAULT_STRATEGIES),
+        embeddings=tuple(dict.fromkeys(embeddings)),
+        windows=tuple(args.window or ()),
+        quick=args.quick,
+        overrides=_overrides(args),
+        llm=args.llm,
+        out_dir=Path(args.out),
+        datasets_dir=Path(args.datasets) if args.datasets else None,
+        seed=args.seed,
+        answer_model=args.answer_model,
+        progress=not args.no_progress,
+        plugins=tuple(args.plugin or ()),
+        **kwargs,
+    )
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """Run ``memctx eval``; exit 0, 1 (gate failed or invariant violated) or 2 (bad input)."""
+    from memctx.errors import ConfigError
+    from memctx.harness.run import EvalError, run_eval
+    from memctx.harness.scenario import ScenarioError
+
+    if args.fail_on and not args.baseline:
+        print(
+            "error: --fail-on needs --baseline FILE (the summary.json to compare against)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        options = options_from_args(args)
+        run_dir = run_eval(options)
+    except (EvalError, ScenarioError, ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    from memctx.harness.report.report import format_terminal_table, load_probes, write_report
+    from memctx.harness.schema import ALL_SUITES
+
+    if not args.no_report:
+        write_report(run_dir)
+    print(format_terminal_table(summary, load_probes(run_dir)))
+    print(f"\nrun directory: {run_dir}  ({summary['timing']['wall_s']} s)")
+    status = 0
+    pooled = [r for r in summary["records"] if r["suite"] == ALL_SUITES]
+    violations = sum(r.get("violations", 0) for r in pooled)
+    if violations:
+        print(f"FAIL: {violations} invariant violation(s); see report.md", file=sys.stderr)
+        status = 1
+    if args.baseline:
+        from memctx.harness.gate import check_gate
+
+        status = max(status, check_gate(run_dir, Path(args.baseline), args.fail_on))
+    return status

@@ -1,0 +1,594 @@
+"""Configuration: one frozen, strict model tree for every part of memctx.
+
+Every setting accepts the seeds' camelCase spelling (``hardCapTokens``) and the Python
+snake_case spelling (``hard_cap_tokens``) at every level; ``model_dump(by_alias=True)`` writes
+camelCase. Validation is strict: wrong types are not coerced, unknown fields are rejected with
+their dotted path and the nearest valid name, and every problem is reported in one
+:class:`~memctx.errors.ConfigError`, one per line.
+
+Entry points, all raising ``ConfigError``: ``MemoryContextConfig(...)`` (any section class
+too) and ``MemoryContextConfig.from_dict(data)`` for in-memory settings, :func:`load_config` for
+a ``.json`` / ``.json5`` / ``.toml`` file or an ``openclaw.json``, and
+:meth:`MemoryContextConfig.with_overrides` for dotted ``--set`` keys. Pydantic's own
+``model_validate`` raises ``ValidationError`` (wrapping the same text) and ``model_copy(update=)``
+skips validation, so prefer the entry points above.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
+
+from memctx.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "CompactionConfig",
+    "ContextPruningConfig",
+    "HardClearConfig",
+    "HybridSearchConfig",
+    "MemoryContextConfig",
+    "MemoryFlushConfig",
+    "MemorySearchConfig",
+    "MemorySearchQueryConfig",
+    "PlannerConfig",
+    "SoftTrimConfig",
+    "TemporalDecayConfig",
+    "defaults",
+    "parse_duration",
+]
+
+
+def _rule(test: Callable[[float], bool], allowed: str) -> AfterValidator:
+    def check(value: float) -> float:
+        if not test(value):
+            raise ValueError(f"must be {allowed}, got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """Parse a duration such as ``"30s"``, ``"5m"``, ``"1h"`` or ``"1.5d"`` into seconds.
+
+    Args:
+        text: A positive number followed by one unit: ``ms``, ``s``, ``m``, ``h`` or ``d``.
+
+    Returns:
+        The duration in seconds.
+
+    Raises:
+        ConfigError: The text is not a positive duration in that form.
+    """
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or float(match[1]) <= 0:
+        raise ConfigError(
+            f"must be a positive duration like '30s', '5m' or '1h' (units ms, s, m, h, d), "
+            f"got {text!r}"
+        )
+    return float(match[1]) * _UNIT_SECONDS[match[2]]
+
+
+def _duration(value: str) -> str:
+    parse_duration(value)
+    return value
+
+
+PositiveInt = Annotated[int, _rule(lambda v: v > 0, "a positive integer (> 0)")]
+NonNegativeInt = Annotated[int, _rule(lambda v: v >= 0, "an integer >= 0")]
+PositiveFloat = Annotated[float, _rule(lambda v: 0 < v < math.inf, "a finite number > 0")]
+Ratio = Annotated[float, _rule(lambda v: 0 < v <= 1, "in (0, 1]")]
+Weight = Annotated[float, _rule(lambda v: 0 <= v <= 1, "in [0, 1]")]
+Text = Annotated[str, AfterValidator(_non_empty)]
+Duration = Annotated[str, AfterValidator(_duration)]
+
+
+def _check_weights(vector: float, text: float) -> None:
+    if abs(vector + text - 1.0) > 1e-6:
+        raise ValueError(
+            f"vectorWeight + textWeight must sum to 1 (within 1e-6), "
+            f"got {vector!r} + {text!r} = {vector + text:.6g}"
+        )
+
+
+_RAW_ERRORS: ContextVar[bool] = ContextVar("memctx_config_raw_errors", default=False)
+
+
+@contextmanager
+def _raw_errors() -> Iterator[None]:
+    """Inside this block model construction raises pydantic's ``ValidationError``."""
+    token = _RAW_ERRORS.set(True)
+    try:
+        yield
+    finally:
+        _RAW_ERRORS.reset(token)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _Model(BaseModel):
+    """Shared settings: frozen, strict, no unknown fields, camelCase or snake_case names."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+    )
+
+    def __init__(self, /, **data: Any) -> None:
+        """Validate keyword settings; raise ``ConfigError`` listing every problem."""
+        if _RAW_ERRORS.get():  # nested in another validation: let pydantic collect errors
+            super().__init__(**data)
+            return
+        if bad := _key_problems(data):
+            raise _config_error("config", bad)
+        with _raw_errors():
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise _config_error("config", _problems(exc, type(self))) from None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Self:
+        """Build from a mapping of settings (camelCase or snake_case keys).
+
+        Raises:
+            ConfigError: ``data`` is not a mapping or any setting is invalid.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"config must be a mapping of settings, got {type(data).__name__}")
+        return _validate(cls, dict(data), "config")
+
+
+class MemoryFlushConfig(_Model):
+    """Silent pre-compaction turn that writes durable notes (seeds 001 §1.3, 003)."""
+
+    enabled: bool = True
+    """Run the flush turn once per compaction cycle."""
+    soft_threshold_tokens: NonNegativeInt = 4000
+    """Flush when ``tokens >= window - reserve - softThresholdTokens``."""
+    prompt: Text = (
+        "Pre-compaction memory flush.\n"
+        "Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed).\n"
+        "IMPORTANT: If the file already exists, APPEND new content only.\n"
+        "If nothing to store, reply with <NO_REPLY>."
+    )
+    """User prompt of the flush turn (seed 001's default)."""
+    system_prompt: Text = "Session nearing compaction. Store durable memories now."
+    """System prompt of the flush turn (seed 003's example)."""
+
+
+class CompactionConfig(_Model):
+    """Summarising compaction (seed 001) and the turn-based variant (seed 002)."""
+
+    mode: Literal["default", "safeguard"] = "default"
+    """``safeguard`` adds tool failures, file lists and history pruning to summaries."""
+    reserve_tokens_floor: NonNegativeInt = 20000
+    """Minimum tokens kept free for the reply."""
+    max_history_share: Annotated[float, _rule(lambda v: 0.1 <= v <= 0.9, "in [0.1, 0.9]")] = 0.5
+    """Largest share of the context window that kept history may take."""
+    memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig)
+    """Pre-compaction memory flush."""
+    base_chunk_ratio: Ratio = 0.4
+    """Largest summary chunk as a share of the window."""
+    min_chunk_ratio: Ratio = 0.15
+    """Chunk ratio used when the average message exceeds 10% of the window."""
+    safety_margin: Annotated[float, _rule(lambda v: 1 <= v < math.inf, "a number >= 1")] = 1.2
+    """Multiplier for estimated tokens (20% estimate tolerance)."""
+    auto_compact_threshold: PositiveInt = 100000
+    """Turn-based: compact when last input or estimated history tokens reach this."""
+    recent_turn_budget: PositiveInt = 4
+    """Turn-based: complete recent turns kept after compaction."""
+    max_summary_tokens: PositiveInt = 4096
+    """Turn-based: output limit for the summary call."""
+    min_turns_between_compactions: NonNegativeInt = 3
+    """Turn-based loop guard (0 disables it)."""
+
+    @model_validator(mode="after")
+    def _check_chunks(self) -> Self:
+        if self.min_chunk_ratio > self.base_chunk_ratio:
+            raise ValueError(
+                f"minChunkRatio ({self.min_chunk_ratio!r}) must be <= baseChunkRatio "
+                f"({self.base_chunk_ratio!r})"
+            )
+        return self
+
+
+class SoftTrimConfig(_Model):
+    """Keep the head and tail of tool outputs longer than ``maxChars`` (seed 003)."""
+
+    max_chars: PositiveInt = 4000
+    """Outputs longer than this are trimmed."""
+    head_chars: NonNegativeInt = 1500
+    """Characters kept from the start."""
+    tail_chars: NonNegativeInt = 1500
+    """Characters kept from the end."""
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> Self:
+        if self.head_chars + self.tail_chars >= self.max_chars:
+            raise ValueError(
+                f"headChars + tailChars ({self.head_chars} + {self.tail_chars} = "
+                f"{self.head_chars + self.tail_chars}) must be less than maxChars "
+                f"({self.max_chars})"
+            )
+        return self
+
+
+class HardClearConfig(_Model):
+    """Replace old tool outputs entirely (seed 003)."""
+
+    enabled: bool = True
+    """Clear old tool results outside the protected turns."""
+    placeholder: Text = "[Old tool result content cleared]"
+    """Text left in place of a cleared result."""
+
+
+class ContextPruningConfig(_Model):
+    """In-memory pruning of tool outputs before each model call (seed 003)."""
+
+    mode: Literal["off", "cache-ttl"] = "off"
+    """``cache-ttl`` prunes once the prompt cache has gone cold (the seed's example)."""
+    ttl: Duration = "5m"
+    """Idle time before pruning, e.g. ``30s``, ``5m``, ``1h``."""
+    keep_last_assistants: NonNegativeInt = 3
+    """Tool results of the last N assistant turns are never pruned."""
+    soft_trim: SoftTrimConfig = Field(default_factory=SoftTrimConfig)
+    """Head + tail trimming."""
+    hard_clear: HardClearConfig = Field(default_factory=HardClearConfig)
+    """Whole-result clearing."""
+
+    @property
+    def ttl_seconds(self) -> float:
+        """``ttl`` in seconds."""
+        return parse_duration(self.ttl)
+
+
+class TemporalDecayConfig(_Model):
+    """Half-life decay of memory-file scores; evergreen files are exempt (seed 003)."""
+
+    enabled: bool = False
+    """Apply the decay."""
+    half_life_days: PositiveFloat = 30.0
+    """Age at which a score is halved."""
+
+
+class HybridSearchConfig(_Model):
+    """Vector + BM25 fusion for memory files (seed 003)."""
+
+    enabled: bool = True
+    """Use BM25 alongside vectors."""
+    vector_weight: Weight = 0.7
+    """Weight of cosine similarity."""
+    text_weight: Weight = 0.3
+    """Weight of BM25; the two weights sum to 1."""
+    temporal_decay: TemporalDecayConfig = Field(default_factory=TemporalDecayConfig)
+    """Optional half-life decay."""
+
+    @model_validator(mode="after")
+    def _check_weights(self) -> Self:
+        _check_weights(self.vector_weight, self.text_weight)
+        return self
+
+
+class MemorySearchQueryConfig(_Model):
+    """Query settings of ``memory_search``."""
+
+    hybrid: HybridSearchConfig = Field(default_factory=HybridSearchConfig)
+    """Hybrid fusion."""
+
+
+class MemorySearchConfig(_Model):
+    """Searchable memory files: MEMORY.md, daily logs, topic files (seeds 003, 004)."""
+
+    query: MemorySearchQueryConfig = Field(default_factory=MemorySearchQueryConfig)
+    """Query settings."""
+    max_injected_chars: PositiveInt = 4000
+    """Cap on snippet characters returned into the prompt (seed 004)."""
+    chunk_tokens: PositiveInt = 400
+    """Target chunk size when indexing memory files."""
+    chunk_overlap_tokens: NonNegativeInt = 80
+    """Overlap between consecutive chunks; less than ``chunkTokens``."""
+
+    @model_validator(mode="after")
+    def _check_overlap(self) -> Self:
+        if self.chunk_overlap_tokens >= self.chunk_tokens:
+            raise ValueError(
+                f"chunkOverlapTokens ({self.chunk_overlap_tokens}) must be less than "
+                f"chunkTokens ({self.chunk_tokens})"
+            )
+        return self
+
+
+class PlannerConfig(_Model):
+    """Token-budget context planner, summary sidecar and tool payload refs (seed 004)."""
+
+    safety_ratio: Ratio = 0.9
+    """History budget = (window - reserve - static prompt tokens) x this."""
+    summary_pressure_ratio: Ratio = 0.72
+    """Inject the session summary when used / budget reaches this (or history was trimmed)."""
+    summary_max_chars: PositiveInt = 4000
+    """Characters of the summary materialised into the prompt."""
+    tool_payload_max_chars: PositiveInt = 20000
+    """Tool results larger than this are written to ``tool-output/*.json``."""
+    tool_payload_preview_chars: PositiveInt = 2000
+    """Preview left in the transcript; less than ``toolPayloadMaxChars``."""
+
+    @model_validator(mode="after")
+    def _check_preview(self) -> Self:
+        if self.tool_payload_preview_chars >= self.tool_payload_max_chars:
+            raise ValueError(
+                f"toolPayloadPreviewChars ({self.tool_payload_preview_chars}) must be less "
+                f"than toolPayloadMaxChars ({self.tool_payload_max_chars})"
+            )
+        return self
+
+
+class MemoryContextConfig(_Model):
+    """All memctx settings: the seed-000 fields, memctx's own defaults and four sections."""
+
+    enabled: bool = False
+    """Opt-in switch."""
+    hard_cap_tokens: PositiveInt = 4000
+    """Most tokens a recall block may take."""
+    embedding_model: Literal["hash", "transformer"] = "hash"
+    """``hash`` (zero-cost) or ``transformer`` (all-MiniLM-L6-v2, 384-dim)."""
+    redaction: bool = True
+    """Mask secrets before anything is persisted."""
+    knowledge_extraction: bool = True
+    """Extract facts with an LLM after compaction."""
+    auto_recall_min_score: Weight = 0.0
+    """Minimum hybrid score for a detail to be recalled. The seed's 0.7 is off by default
+    (:meth:`seed_preset` keeps it): BM25 is max-normalised per query, so even an off-topic
+    query's best hit scores like evidence; on LoCoMo (``scripts/measure_min_score.py``, hash)
+    0.7 keeps 0.2% of evidence hits, 0.4 keeps 55% while 31% of off-topic queries still
+    inject. No threshold separates them; the hard cap bounds the cost instead."""
+    archive_chunk_tokens: NonNegativeInt = 400
+    """Archived messages longer than this many tokens are stored as line-aligned chunks of
+    it (one segment each, a fifth shared with the next), so a question about one line of a
+    5,000-token tool output finds that part, and the recall block shows that part instead of
+    the output's head. 0 archives every message whole, as the seed does."""
+    max_segments: PositiveInt = 20000
+    """Raw store capacity; the oldest segments are evicted beyond it."""
+    cross_session: bool = False
+    """Search every session instead of the current one."""
+    eviction_days: PositiveInt = 90
+    """Segments older than this are evicted."""
+    reserve_tokens: NonNegativeInt = 4000
+    """Tokens kept free for the reply: ``safe_limit = window - reserve - hardCap``."""
+    recall_window_ratio: Ratio = 0.10
+    """Recall cap = ``min(hardCapTokens, floor(window x recallWindowRatio))``."""
+    knowledge_share: Ratio = 0.3
+    """Share of the recall cap for ``<knowledge>``; the rest goes to ``<detail>``."""
+    protected_recent_messages: NonNegativeInt = 6
+    """Last N user/assistant messages smart trim never drops."""
+    knowledge_search_limit: PositiveInt = 10
+    """Knowledge entries searched per recall."""
+    time_decay: Ratio = 1.0
+    """Score multiplier per hour of age: ``score x timeDecay ** age_hours``. Off (1.0) by
+    default, measured: the seed's 0.995/hour drops LoCoMo evidence recall at 2,000 tokens from
+    78% to 14% (a week-old message weighs 0.43). :meth:`seed_preset` keeps 0.995."""
+    vector_weight: Weight = 0.7
+    """Weight of cosine similarity in hybrid recall."""
+    text_weight: Weight = 0.3
+    """Weight of BM25 in hybrid recall; the two weights sum to 1."""
+    extraction_model: Text = "memctx/offline"
+    """litellm model for extraction and summaries; ``memctx/offline`` needs no network."""
+    token_counter: Text = "estimate"
+    """``estimate`` (``ceil(chars / 3)``) or a litellm model name for exact counts."""
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    """Compaction and memory flush."""
+    context_pruning: ContextPruningConfig = Field(default_factory=ContextPruningConfig)
+    """Tool-output pruning."""
+    memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig)
+    """Memory-file search."""
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    """Token-budget planner."""
+
+    @model_validator(mode="after")
+    def _check_weights(self) -> Self:
+        _check_weights(self.vector_weight, self.text_weight)
+        return self
+
+    @classmethod
+    def seed_preset(cls, **overrides: Any) -> MemoryContextConfig:
+        """The seed's values where memctx measured better defaults (see the field docs):
+        ``autoRecallMinScore`` 0.7, ``timeDecay`` 0.995 per hour, whole messages archived."""
+        data: dict[str, Any] = {
+            "auto_recall_min_score": 0.7,
+            "time_decay": 0.995,
+            "archive_chunk_tokens": 0,
+        }
+        data.update(overrides)
+        return cls(**data)
+
+    def recall_cap_tokens(self, context_window_tokens: int) -> int:
+        """Token cap of the recall block for a model with this context window."""
+        return min(
+            self.hard_cap_tokens, math.floor(context_window_tokens * self.recall_window_ratio)
+        )
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> MemoryContextConfig:
+        """Return a copy with dotted-key overrides applied and validated.
+
+        Args:
+            overrides: Keys like ``"compaction.maxHistoryShare"`` or ``"hard_cap_tokens"``
+                (either spelling at each level). String values are converted to the field's
+                type: ``"true"``/``"false"``/``"1"``/``"0"`` for booleans, numbers for numeric
+                fields. A mapping value sets several keys under its prefix.
+
+        Raises:
+            ConfigError: Unknown keys (with suggestions) and invalid values, all at once.
+        """
+        if bad := _key_problems(overrides):
+            raise _config_error("overrides", bad)
+        data = self.model_dump(by_alias=True)
+        problems = [p for k, v in _flatten(overrides) if (p := _apply(data, type(self), k, v))]
+        try:
+            with _raw_errors():
+                result = type(self).model_validate(data)
+        except ValidationError as exc:
+            problems += _problems(exc, type(self))
+        if problems:
+            raise _config_error("overrides", problems)
+        return result
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+def _config_error(source: str, problems: list[str]) -> ConfigError:
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    lines = [f"invalid memctx {source} ({count}):", *(f"  {problem}" for problem in problems)]
+    return ConfigError("\n".join(lines))
+
+
+def _validate(
+    cls: type[_M], data: dict[str, Any], source: str, prefix: Callable[[str], str] = str
+) -> _M:
+    if bad := _key_problems(data):
+        raise _config_error(source, bad)
+    try:
+        with _raw_errors():
+            return cls.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(source, _problems(exc, cls, prefix)) from None
+
+
+def _key_problems(data: object, path: str = "") -> list[str]:
+    """Non-string keys anywhere in ``data`` (they would break keyword construction)."""
+    problems = []
+    for key, value in data.items() if isinstance(data, Mapping) else ():
+        if not isinstance(key, str):
+            problems.append(f"{path or '(top level)'}: key {key!r} must be a string")
+        else:
+            problems += _key_problems(value, f"{path}.{key}" if path else key)
+    return problems
+
+
+def _field(model: type[BaseModel], key: str) -> tuple[str, FieldInfo] | None:
+    for name, info in model.model_fields.items():
+        if key in (name, info.alias):
+            return name, info
+    return None
+
+
+def _section(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None:
+    found = _field(model, key) if model is not None else None
+    sub = found[1].annotation if found else None
+    return sub if isinstance(sub, type) and issubclass(sub, BaseModel) else None
+
+
+def _unknown(model: type[BaseModel] | None, key: str) -> str:
+    if model is None:
+        return "unknown field"
+    if (found := _field(model, key)) is not None:
+        return f"given twice (as {found[0]!r} and {found[1].alias!r}); use one spelling"
+    names = {}
+    for name, info in model.model_fields.items():
+        names.update({name.lower(): name, (info.alias or name).lower(): info.alias or name})
+    close = difflib.get_close_matches(key.lower(), list(names), n=1, cutoff=0.6)
+    if close:
+        return f"unknown field; did you mean {names[close[0]]!r}?"
+    allowed = ", ".join(i.alias or n for n, i in model.model_fields.items())
+    return f"unknown field; allowed: {allowed}"
+
+
+def _problems(
+    exc: ValidationError, root: type[BaseModel], prefix: Callable[[str], str] = str
+) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        path = prefix(".".join(loc)) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            model: type[BaseModel] | None = root
+            for part in loc[:-1]:
+                model = _section(model, part)
+            problems.append(f"{path}: {_unknown(model, loc[-1])}")
+            continue
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] != "value_error" and not isinstance(err["input"], dict | BaseModel):
+            got = repr(err["input"])
+            message += f" (got {got if len(got) <= 60 else got[:57] + '...'})"
+        problems.append(f"{path}: {message}")
+    return problems
+
+
+# --- overrides ------------------------------------------------------------------------------
+
+_BOOLEANS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+
+
+def _flatten(overrides: Mapping[str, object], prefix: str = "") -> Iterator[tuple[str, object]]:
+    for key, value in overrides.items():
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _coerce(value: object, annotation: Any) -> object:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if annotation is bool:
+        return _BOOLEANS.get(text.lower(), value)
+    for kind in (int, float):
+        if annotation is kind:
+            try:
+                return kind(text)
+            except ValueError:
+                return value
+    return value
+
+
+def _apply(data: dict[str, Any], model: type[BaseModel], dotted: str, value: object) -> str | None:
+    node, parts = data, dotted.split(".")
+    for depth, part in enumerate(parts):
+        where = ".".join(parts[: depth + 1])
+        found = _field(model, part)
+        if found is None:
+            return f"{where}: {_unknown(model, part)}"
+        name, info = found
+        node[part] = node.pop(name if name in node else info.alias or name)  # caller's spelling
+        if depth == len(parts) - 1:
+            node[part] = _coerce(value, info.annotation)
+            return None
+        sub = _section(model, part)
+        if sub is None or not isinstance(node[part], dict):
+            return f"{where}: is a setting, not a section; cannot set {dotted!r}"
+        node, model = node[part], sub
+    return None
+
+
+DEFAULT_CONFIG = MemoryContextConfig()
+"""Every default; frozen, so safe to share."""
+
+
+def defaults() -> MemoryContextConfig:
+    """Return the default configuration (:data:`DEFAULT_CONFIG`)."""
+    return DEFAULT_CONFIG

@@ -1,0 +1,1 @@
+"""memctx.harness."""

@@ -1,0 +1,222 @@
+"""Suite definitions: how many scenarios, how long, which facts, where the probes go.
+
+Sizes at ``scale=1.0``: two scenarios of about 80,000 estimated tokens at a 24,000-token
+window for the single-session suites (3.3-4.5x the window), two scenarios of 2-4 sessions of
+~30,000 tokens at 10,000 for ``cross-session``, and one scenario of >= 1,000,000 tokens at
+200,000 for ``long-haul``: about 2.3 M tokens and 380 probes in all. ``scale``
+multiplies the number of scenarios (at least one per suite); below 1 it also shrinks each
+scenario and its window together (down to 0.4x, so a quick set still trims), and ``long-haul``
+shrinks in proportion (150,000 tokens at a 30,000 window for the quick scale 0.15).
+
+Probe positions are fractions of a session's target tokens: plants land early or mid
+session, most probes more than a window later (tag ``late``), some shortly after (``near``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from memctx.harness.gen.build import FactPlan, Plan, PlantEv, ProbeEv
+from memctx.harness.gen.project import STACKS, make_project
+from memctx.harness.gen.topics import TOPICS, Topic
+from memctx.harness.scenario import FORMATS
+
+__all__ = ["SUITES", "suite_plans"]
+
+SUITES: tuple[str, ...] = (
+    "needle",
+    "supersede",
+    "paraphrase",
+    "tool-heavy",
+    "cjk",
+    "short-queries",
+    "secrets",
+    "long-haul",
+    "cross-session",
+)
+
+_BASE_TOKENS = 80_000
+_BASE_WINDOW = 24_000
+_BASE_FACTS = 11
+_LONG_TOKENS = 1_050_000
+_LONG_WINDOW = 200_000
+
+
+def _factor(scale: float) -> float:
+    return 1.0 if scale >= 1 else max(0.4, scale)
+
+
+def _topics(rng: random.Random, n: int, *, pool: list[Topic] | None = None) -> list[Topic]:
+    pool = list(pool or TOPICS)
+    return rng.sample(pool, min(n, len(pool)))
+
+
+def _carrier(rng: random.Random, weights: tuple[float, float, float]) -> str:
+    return rng.choices(("user", "assistant", "tool"), weights=weights)[0]
+
+
+def _probes_after(rng: random.Random, at: float, late: float, styles: list[str]) -> list[ProbeEv]:
+    """One probe per style after position ``at``: mostly ``late`` (a window or more later)."""
+    out = []
+    for i, style in enumerate(styles):
+        if i == 0 and rng.random() < 0.2:
+            pos = min(0.99, at + rng.uniform(0.02, late * 0.5))  # near: still in the window
+        else:
+            pos = rng.uniform(min(0.97, at + late), 0.99)
+        out.append(ProbeEv(0, pos, style))
+    return out
+
+
+def _single(
+    rng: random.Random,
+    n_facts: int,
+    late: float,
+    *,
+    weights: tuple[float, float, float],
+    styles: Callable[[random.Random], list[str]],
+    lang: str = "en",
+    secrets: int = 0,
+    topics: list[Topic] | None = None,
+) -> list[FactPlan]:
+    facts = []
+    for topic in topics or _topics(rng, n_facts):
+        at = rng.uniform(0.03, 0.6)
+        facts.append(
+            FactPlan(
+                topic,
+                lang,
+                [PlantEv(0, at, _carrier(rng, weights))],
+                _probes_after(rng, at, late, styles(rng)),
+                secrets_nearby=secrets,
+            )
+        )
+    return facts
+
+
+def _supersede(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
+    facts = []
+    for topic in _topics(rng, n_facts):
+        at = rng.uniform(0.03, 0.25)
+        plants = [PlantEv(0, at, _carrier(rng, (0.45, 0.35, 0.2)))]
+        probes = []
+        if rng.random() < 0.3:
+            probes.append(ProbeEv(0, at + rng.uniform(0.02, 0.05), "q", ("before-revision",)))
+        for _ in range(2 if rng.random() < 0.4 else 1):
+            at += rng.uniform(0.06, 0.15)
+            plants.append(PlantEv(0, at, _carrier(rng, (0.55, 0.45, 0.0))))
+        probes += _probes_after(rng, at, late, ["q"] * rng.choice((1, 2)))
+        facts.append(FactPlan(topic, "en", plants, probes))
+    return facts
+
+
+def _long_haul(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
+    facts = []
+    for topic in _topics(rng, n_facts):
+        zh = rng.random() < 0.15
+        at = rng.uniform(0.02, 0.75)
+        plants = [PlantEv(0, at, _carrier(rng, (0.4, 0.3, 0.3)))]
+        if rng.random() < 0.3:
+            at = min(0.85, at + rng.uniform(0.05, 0.2))
+            plants.append(PlantEv(0, at, _carrier(rng, (0.5, 0.5, 0.0))))
+        pool = ["zh", "zh_short"] if zh else ["q", "q", "para", "short"]
+        styles = [rng.choice(pool) for _ in range(2)]
+        probes = [ProbeEv(0, min(1.0, at + rng.uniform(0.01, 0.08)), styles[0])]
+        probes.append(ProbeEv(0, rng.uniform(min(0.99, at + late), 1.0), styles[1]))
+        facts.append(FactPlan(topic, "zh" if zh else "en", plants, probes, secrets_nearby=int(zh)))
+    return facts
+
+
+def _cross(rng: random.Random, n_facts: int, sessions: int) -> list[FactPlan]:
+    facts = []
+    for topic in _topics(rng, n_facts):
+        s = rng.randrange(sessions - 1)
+        at = rng.uniform(0.05, 0.8)
+        plants = [PlantEv(s, at, _carrier(rng, (0.4, 0.35, 0.25)))]
+        later = rng.randrange(s + 1, sessions)
+        probes = [ProbeEv(later, rng.uniform(0.05, 1.0), rng.choice(("q", "q", "para")))]
+        if rng.random() < 0.4:
+            probes.append(ProbeEv(sessions - 1, rng.uniform(0.5, 1.0), "q"))
+        facts.append(FactPlan(topic, "en", plants, probes))
+    return facts
+
+
+def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
+    """The plan of every scenario of ``suite`` (see the module docstring for sizes)."""
+    f = _factor(scale)
+    count = max(1, round((1 if suite == "long-haul" else 2) * scale))
+    plans = []
+    for index in range(count):
+        key = f"{suite}:{seed}:{index}"
+        rng = random.Random(f"{key}:plan")
+        project = make_project(rng, stack_index=rng.randrange(len(STACKS)))
+        fmt = FORMATS[(index + SUITES.index(suite)) % 2]
+        window = max(8_000, round(_BASE_WINDOW * f / 1000) * 1000)
+        targets = [round(_BASE_TOKENS * f)]
+        n_facts = max(4, round(_BASE_FACTS * f))
+        late = window * 1.15 / targets[0]
+        options: dict[str, object] = {}
+        if suite == "needle":
+            facts = _single(
+                rng, n_facts, late, weights=(0.4, 0.3, 0.3), styles=lambda r: ["q", "q"]
+            )
+        elif suite == "supersede":
+            facts = _supersede(rng, n_facts, late)
+        elif suite == "paraphrase":
+            facts = _single(
+                rng, n_facts, late, weights=(0.5, 0.5, 0.0), styles=lambda r: ["para", "para"]
+            )
+        elif suite == "tool-heavy":
+            facts = _single(
+                rng, n_facts, late, weights=(0.0, 0.0, 1.0), styles=lambda r: ["q", "q"]
+            )
+            options = {"heavy": 0.5, "one_word": 0.05}
+        elif suite == "cjk":
+            facts = _single(
+                rng,
+                n_facts,
+                late,
+                weights=(0.5, 0.35, 0.15),
+                lang="zh",
+                styles=lambda r: ["zh", r.choice(("zh", "zh_short"))],
+            )
+            options = {"lang": "zh", "one_word": 0.2}
+        elif suite == "short-queries":
+            facts = _single(
+                rng, n_facts, late, weights=(0.4, 0.3, 0.3), styles=lambda r: ["short", "short"]
+            )
+            options = {"one_word": 0.25}
+        elif suite == "secrets":
+            facts = _single(
+                rng, n_facts, late, weights=(0.0, 0.0, 1.0), secrets=2, styles=lambda r: ["q", "q"]
+            )
+            options = {"filler_secrets": 0.25}
+        elif suite == "long-haul":
+            targets = [round(_LONG_TOKENS * min(1.0, max(scale, 0.15)))]
+            window = max(8_000, round(_LONG_WINDOW * targets[0] / _LONG_TOKENS / 1000) * 1000)
+            facts = _long_haul(rng, max(4, round(20 * min(1.0, scale))), window * 1.1 / targets[0])
+            options = {"heavy": 0.15, "filler_secrets": 0.03, "zh_share": 0.08}
+        elif suite == "cross-session":
+            n_sessions = rng.choice((2, 3, 3, 4)) if f >= 1 else 2
+            window = max(8_000, round(10_000 * f / 1000) * 1000)
+            targets = [round(30_000 * f * (1.0 if f >= 1 else 1.5))] * n_sessions
+            facts = _cross(rng, n_facts, n_sessions)
+        else:
+            raise ValueError(f"unknown suite {suite!r}; valid suites: {', '.join(SUITES)}")
+        plan = Plan(
+            suite=suite,
+            scenario_id=f"{suite}-{index:03d}",
+            seed=seed,
+            key=key,
+            fmt=fmt,
+            window=window,
+            project=project,
+            targets=targets,
+            facts=facts,
+            tags=(suite,),
+            meta={"scale": scale},
+        )
+        for name, value in options.items():
+            setattr(plan, name, value)
+        plans.append(plan)
+    return plans

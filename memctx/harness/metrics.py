@@ -1,0 +1,214 @@
+"""Aggregate replayed scenarios into summary records: accuracy with intervals, tokens, cost.
+
+Pure functions over :class:`~memctx.harness.engine.ScenarioResult` values: one record per
+suite × strategy × embedding, then one ``suite == "all"`` record per strategy × embedding,
+each with ``suite``, ``strategy``, ``embedding`` and exactly the keys of
+:data:`~memctx.harness.schema.RECORD_METRICS`.
+
+Accuracy, tool accuracy, evidence recall and stale rate are shares of the *fitted* probes
+(``fit`` counts them): a context over the window would be refused by the provider, so there
+is nothing to score. Their 95 % intervals are percentile bootstraps (1,000 resamples of the
+probes, a seeded :class:`numpy.random.Generator`).
+
+Cost follows how providers bill a request: the leading tokens identical to the previous
+request of the session are cache reads, the rest is fresh input, and the assistant message
+a call produced is output (probe calls produce none). LLM work (summaries, extraction) is
+priced with the same model: prompt tokens as input, completion tokens as output.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from memctx.harness.schema import ALL_SUITES, RECORD_METRICS, CallRow, ProbeRow
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "Prices",
+    "aggregate",
+    "bootstrap_ci",
+    "call_cost",
+    "percentile",
+    "prices_for",
+]
+
+BOOTSTRAP_RESAMPLES = 1000
+_KINDS = ("pairing", "hard_cap", "window", "secrets")
+
+
+class _Result(Protocol):
+    """What :func:`aggregate` reads of a :class:`~memctx.harness.engine.ScenarioResult`."""
+
+    probes: list[ProbeRow]
+    calls: list[CallRow]
+    stats: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per token: fresh input, cache read, output."""
+
+    input: float
+    cache_read: float
+    output: float
+
+
+def prices_for(model: str) -> Prices:
+    """The model's prices from litellm's bundled table (``litellm.model_cost``).
+
+    The cache-read price falls back to a tenth of the input price when the table has none
+    (the common provider discount).
+
+    Raises:
+        ValueError: The model is not in the table; the message lists close names.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch
+    import litellm
+
+    table: Mapping[str, Any] = litellm.model_cost
+    entry = table.get(model)
+    if not entry or entry.get("input_cost_per_token") is None:
+        close = difflib.get_close_matches(model, list(table), n=5, cutoff=0.6)
+        raise ValueError(
+            f"no prices for answer model {model!r} in litellm's table; "
+            f"close matches: {', '.join(close) or 'none'}"
+        )
+    price_in = float(entry["input_cost_per_token"])
+    cache_read = entry.get("cache_read_input_token_cost")
+    return Prices(
+        input=price_in,
+        cache_read=float(cache_read) if cache_read is not None else 0.1 * price_in,
+        output=float(entry.get("output_cost_per_token") or 0.0),
+    )
+
+
+def call_cost(call: CallRow, prices: Prices) -> float:
+    """USD of one call: fresh input + cache reads + the output it produced."""
+    fresh = call.sent_tokens - call.cached_tokens
+    return (
+        fresh * prices.input
+        + call.cached_tokens * prices.cache_read
+        + call.output_tokens * prices.output
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (linear interpolation, numpy's default); 0 for no values."""
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else 0.0
+
+
+def bootstrap_ci(values: Sequence[float], *, seed: int = 0) -> list[float]:
+    """95 % percentile-bootstrap interval of the mean of ``values``.
+
+    Returns:
+        ``[low, high]`` rounded to 4 places; ``[]`` without values and
+        ``[mean, mean]`` for a single value.
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return []
+    if data.size == 1:
+        return [round(float(data[0]), 4)] * 2
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, data.size, size=(BOOTSTRAP_RESAMPLES, data.size))
+    means = data[picks].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+def _share(flags: Iterable[bool | float]) -> float | None:
+    """The mean, or ``None`` when nothing was scored (``full`` fitting no probe of a suite
+    has no accuracy there: 0 % would read as "it failed every probe")."""
+    items = [float(f) for f in flags]
+    return round(sum(items) / len(items), 4) if items else None
+
+
+def _record(
+    key: tuple[str, str, str], results: Sequence[_Result], prices: Prices, seed: int
+) -> dict[str, Any]:
+    suite, strategy, embedding = key
+    probes = [p for r in results for p in r.probes]
+    calls = [c for r in results for c in r.calls]
+    fit = [p for p in probes if p.fit]
+    correct = [float(p.correct) for p in fit]
+    evidence = [p.evidence for p in fit]
+    # Without a memory tool the agent's only source is its context.
+    tool = [float(p.correct if p.tool_hit is None else p.tool_hit) for p in fit]
+    kinds = {k: sum(int(r.stats["violation_kinds"].get(k, 0)) for r in results) for k in _KINDS}
+    prompt = sum(int(r.stats.get("llm_prompt_tokens", 0)) for r in results)
+    completion = sum(int(r.stats.get("llm_completion_tokens", 0)) for r in results)
+    cost = sum(call_cost(c, prices) for c in calls)
+    cost += prompt * prices.input + completion * prices.output
+    sent = sum(c.sent_tokens for c in calls)
+    latencies = [float(x) for r in results for x in r.stats.get("hook_latencies_ms", ())]
+    record: dict[str, Any] = {
+        "suite": suite,
+        "strategy": strategy,
+        "embedding": embedding,
+        "probes": len(probes),
+        "fit": len(fit),
+        "recall_accuracy": _share(correct),
+        "recall_accuracy_ci": bootstrap_ci(correct, seed=seed),
+        "tool_accuracy": _share(tool),
+        "evidence_recall": _share(evidence),
+        "evidence_recall_ci": bootstrap_ci(evidence, seed=seed),
+        "stale_rate": _share(p.stale for p in fit),
+        "tokens_per_call": round(sent / len(calls), 1) if calls else 0.0,
+        "recall_tokens": round(sum(c.recall_tokens for c in calls) / len(calls), 1)
+        if calls
+        else 0.0,
+        "llm_tokens": prompt + completion,
+        "cost_usd": round(cost, 6),
+        "cached_share": round(sum(c.cached_tokens for c in calls) / sent, 4) if sent else 0.0,
+        "calls": len(calls),
+        "compactions": sum(int(r.stats.get("compactions", 0)) for r in results),
+        "trims": sum(int(r.stats.get("trims", 0)) for r in results),
+        "violations": sum(kinds.values()),
+        "violation_kinds": kinds,
+        "hook_p50_ms": round(percentile(latencies, 50), 3),
+        "hook_p95_ms": round(percentile(latencies, 95), 3),
+    }
+    assert tuple(record)[3:] == RECORD_METRICS, "record keys drifted from RECORD_METRICS"
+    return record
+
+
+def aggregate(
+    results: Sequence[tuple[str, str, str, _Result]],
+    *,
+    seed: int = 0,
+    answer_model: str | None = None,
+) -> list[dict[str, Any]]:
+    """Summary records of replayed scenarios.
+
+    Args:
+        results: ``(suite, strategy, embedding, ScenarioResult)`` per replayed job.
+        seed: Seed of the bootstrap generator (the same seed gives the same intervals).
+        answer_model: litellm model whose prices give ``cost_usd``; ``None`` takes the
+            ``answer_model`` the results were replayed with (``claude-sonnet-4-5`` when
+            they do not say).
+
+    Returns:
+        Records ordered by suite (first seen), strategy and embedding (first seen), then
+        the ``"all"`` records per strategy × embedding.
+
+    Raises:
+        ValueError: The answer model has no prices, or the results name several.
+    """
+    if answer_model is None:
+        named = {str(r.stats.get("answer_model", "claude-sonnet-4-5")) for *_, r in results}
+        if len(named) > 1:
+            raise ValueError(f"results were replayed for several answer models: {sorted(named)}")
+        answer_model = named.pop() if named else "claude-sonnet-4-5"
+    prices = prices_for(answer_model)
+    groups: dict[tuple[str, str, str], list[_Result]] = {}
+    pooled: dict[tuple[str, str, str], list[_Result]] = {}
+    for suite, strategy, embedding, result in results:
+        groups.setdefault((suite, strategy, embedding), []).append(result)
+        pooled.setdefault((ALL_SUITES, strategy, embedding), []).append(result)
+    return [_record(k, v, prices, seed) for k, v in [*groups.items(), *pooled.items()]]

@@ -1,0 +1,370 @@
+"""One evaluation run: scenarios × strategies × embeddings, replayed, aggregated and written.
+
+:func:`run_eval` loads the frozen scenarios (or, with ``quick``, generates a small set in
+memory), plans one job per scenario × strategy × embedding × window, replays the jobs on a
+process pool, and writes the run directory described in :mod:`memctx.harness.schema`:
+``results.jsonl``, ``trace.jsonl``, ``summary.json`` (with provenance) and the report.
+
+Strategies that never search (``full``, ``truncate``) run once per scenario with embedding
+``"-"``: their numbers cannot depend on the embedder, and running them twice would only
+double the bill.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from memctx.harness.provenance import provenance
+from memctx.harness.scenario import Scenario, load_scenarios
+from memctx.harness.schema import NO_EMBEDDING, SUMMARY_SCHEMA
+
+__all__ = [
+    "DEFAULT_DATASETS",
+    "DEFAULT_EMBEDDINGS",
+    "DEFAULT_STRATEGIES",
+    "QUICK_SCALE",
+    "EvalError",
+    "EvalOptions",
+    "dataset_suites",
+    "import_plugins",
+    "load_suite_scenarios",
+    "run_eval",
+]
+
+DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "datasets" / "v1"
+DEFAULT_STRATEGIES = ("full", "truncate", "memory-context")
+DEFAULT_EMBEDDINGS = ("hash", "transformer")
+QUICK_SCALE = 0.15
+# Strategies whose result cannot depend on the embedder.
+_EMBEDDING_FREE = frozenset({"full", "truncate"})
+
+
+class EvalError(Exception):
+    """A run cannot start: bad option, missing datasets (the message says what to do)."""
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything that shapes one run (recorded in ``summary.json`` as its config).
+
+    Attributes:
+        suites: Suite names; empty means every suite of the datasets.
+        strategies: Strategy names (see ``memctx.harness.strategies.base.STRATEGIES``).
+        embeddings: Embedders for strategies that search.
+        windows: Context windows to play at; empty means each scenario's own window.
+        quick: Generate a small set in memory (``QUICK_SCALE``) instead of the frozen one.
+        jobs: Worker processes (1 runs in this process).
+        overrides: Config overrides (dotted keys, as ``--set``).
+        llm: A real model to answer and judge probes with, or ``None``.
+        out_dir: The run directory to write (replaced if it exists).
+        datasets_dir: Frozen scenarios; ``None`` means ``datasets/v1`` of the checkout.
+        seed: Seed of the generator (quick mode) and of the bootstrap.
+        answer_model: litellm model whose prices give ``cost_usd``.
+        progress: Print one line per finished job on stderr.
+        plugins: Modules imported before planning and in every worker (they register
+            strategies with :func:`memctx.harness.strategies.base.register_strategy`).
+    """
+
+    suites: tuple[str, ...] = ()
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    embeddings: tuple[str, ...] = DEFAULT_EMBEDDINGS
+    windows: tuple[int, ...] = ()
+    quick: bool = False
+    jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    llm: str | None = None
+    out_dir: Path = Path("reports/latest")
+    datasets_dir: Path | None = None
+    seed: int = 0
+    answer_model: str = "claude-sonnet-4-5"
+    progress: bool = True
+    plugins: tuple[str, ...] = ()
+
+    def config_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("out_dir", "datasets_dir", "progress", "jobs"):
+            data.pop(key)
+        data["overrides"] = dict(self.overrides)
+        return data
+
+
+@dataclass(frozen=True)
+class _Job:
+    index: int
+    suite: str
+    scenario: Scenario
+    strategy: str
+    embedding: str
+    window: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario.id} {self.strategy}/{self.embedding}"
+
+    def weight(self) -> int:
+        # Expected cost, for the order (long jobs first, so the pool does not end on one big
+        # straggler) and the ETA: messages, x30 with the transformer (measured: a job embeds
+        # ~30x longer than the same job with hash replays).
+        size = sum(len(s.messages) for s in self.scenario.sessions)
+        return size * (30 if self.embedding == "transformer" else 1)
+
+
+def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
+    """The scenarios of each selected suite, in suite order.
+
+    Raises:
+        EvalError: An unknown suite, or frozen datasets that are missing or do not match
+            their manifest (the message says how to regenerate them).
+    """
+    from memctx.harness.gen.generate import SUITES, generate_suite, verify_datasets
+
+    if options.quick and options.datasets_dir is None:
+        suites = options.suites or SUITES
+        unknown = [s for s in suites if s not in SUITES]
+        if unknown:
+            raise EvalError(f"unknown suite(s) {unknown}; valid: {', '.join(SUITES)}")
+        return {s: generate_suite(s, seed=options.seed, scale=QUICK_SCALE) for s in suites}
+    root = options.datasets_dir or DEFAULT_DATASETS
+    # Every SUITE.jsonl(.gz) in the folder is a suite: the generator's, or the user's own.
+    found = dataset_suites(root)
+    available = [s for s in SUITES if s in found] + sorted(set(found) - set(SUITES))
+    suites = options.suites or tuple(available) or SUITES
+    unknown = [s for s in suites if s not in found and s not in SUITES]
+    if unknown:
+        valid = ", ".join(dict.fromkeys([*available, *SUITES]))
+        raise EvalError(f"unknown suite(s) {unknown}; valid: {valid}")
+    problems = verify_datasets(root) if (root / "MANIFEST.json").exists() else []
+    if problems:
+        raise EvalError(
+            f"datasets in {root} do not match their manifest: {'; '.join(problems)}; "
+            f"regenerate with `memctx gen --out {root}`"
+        )
+    out: dict[str, list[Scenario]] = {}
+    for suite in suites:
+        path = found.get(suite, root / f"{suite}.jsonl.gz")
+        if not path.exists():
+            raise EvalError(
+                f"no scenarios for suite {suite!r}: {path} is missing; create the datasets "
+                f"with `memctx gen --out {root}` or run `memctx eval --quick`"
+            )
+        out[suite] = load_scenarios(path)
+    return out
+
+
+def dataset_suites(root: Path) -> dict[str, Path]:
+    """``{suite: file}`` for every ``SUITE.jsonl.gz`` / ``SUITE.jsonl`` in ``root``."""
+    out: dict[str, Path] = {}
+    if root.is_dir():
+        for path in sorted(root.iterdir()):
+            for ext in (".jsonl.gz", ".jsonl"):
+                if path.name.endswith(ext) and len(path.name) > len(ext):
+                    out.setdefault(path.name[: -len(ext)], path)
+    return out
+
+
+def import_plugins(modules: Sequence[str]) -> None:
+    """Import each plugin module (they register strategies as a side effect).
+
+    Raises:
+        EvalError: A module cannot be imported (the message names it and the cause).
+    """
+    if modules and os.getcwd() not in sys.path:
+        # The `memctx` script's sys.path starts at its own folder, and spawned workers do not
+        # inherit the parent's: a plugin next to the user's files must still be found.
+        sys.path.insert(0, os.getcwd())
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # any failure inside the plugin is the user's to see
+            raise EvalError(
+                f"--plugin {name}: cannot import it ({type(exc).__name__}: {exc}); it must be "
+                "importable from the current directory or the environment"
+            ) from exc
+
+
+def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_Job]:
+    from memctx.harness.strategies.base import STRATEGIES
+
+    import_plugins(options.plugins)
+    unknown = [s for s in options.strategies if s not in STRATEGIES]
+    if unknown:
+        raise EvalError(f"unknown strategy {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
+    bad = [e for e in options.embeddings if e not in DEFAULT_EMBEDDINGS]
+    if bad or not options.embeddings:
+        raise EvalError(f"embeddings must be among {DEFAULT_EMBEDDINGS}, got {bad or '[]'}")
+    if any(w <= 0 for w in options.windows):
+        raise EvalError(f"windows must be positive token counts, got {list(options.windows)}")
+    windows: Sequence[int | None] = options.windows or (None,)
+    jobs: list[_Job] = []
+    for suite, scenarios in suites.items():
+        for scenario in scenarios:
+            for window in windows:
+                for strategy in options.strategies:
+                    embeddings = (
+                        (NO_EMBEDDING,) if strategy in _EMBEDDING_FREE else options.embeddings
+                    )
+                    for embedding in embeddings:
+                        jobs.append(_Job(len(jobs), suite, scenario, strategy, embedding, window))
+    return jobs
+
+
+def _start_worker(threads: int, plugins: Sequence[str]) -> None:
+    """Worker start-up: share the cores, and register the plugins' strategies here too.
+
+    torch and numpy's BLAS each start one thread per core in every worker; with two workers
+    on two cores, four busy threads embed ~20 % slower than two (measured with the
+    transformer). Set before torch is imported, which happens later, in the first job.
+    """
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+    import_plugins(plugins)
+
+
+def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any]:
+    """Replay one job (runs in a worker process)."""
+    from memctx.harness.engine import run_scenario
+
+    work_dir = Path(work_root) / f"job-{job.index:05d}"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        result = run_scenario(
+            job.scenario,
+            job.strategy,
+            job.embedding,
+            window=job.window,
+            config_overrides=dict(options.overrides),
+            answer_model=options.answer_model,
+            work_dir=work_dir,
+            llm=options.llm,
+        )
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return job.index, result
+
+
+def _run_order(jobs: Sequence[_Job]) -> list[_Job]:
+    """Heaviest first, so that the pool does not end on one big straggler."""
+    return sorted(jobs, key=lambda j: (-j.weight(), j.index))
+
+
+def _execute(
+    jobs: list[_Job], options: EvalOptions, report: Callable[[_Job, float], None]
+) -> dict[int, Any]:
+    results: dict[int, Any] = {}
+    order = _run_order(jobs)
+    with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
+        if options.jobs <= 1 or len(jobs) <= 1:
+            for job in order:
+                started = time.perf_counter()
+                index, result = _run_job(job, options, work_root)
+                results[index] = result
+                report(job, time.perf_counter() - started)
+            return results
+        # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
+        threads = max(1, (os.cpu_count() or 1) // options.jobs)
+        with ProcessPoolExecutor(
+            options.jobs,
+            mp_context=get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(threads, options.plugins),
+        ) as pool:
+            started = time.perf_counter()
+            futures: dict[Future[tuple[int, Any]], _Job] = {
+                pool.submit(_run_job, job, options, work_root): job for job in order
+            }
+            for future in as_completed(futures):
+                index, result = future.result()
+                results[index] = result
+                report(futures[future], time.perf_counter() - started)
+    return results
+
+
+def run_eval(options: EvalOptions) -> Path:
+    """Run the benchmark described by ``options`` and write its run directory.
+
+    Returns:
+        The run directory (``options.out_dir``) holding results, trace, summary and report.
+
+    Raises:
+        EvalError: Bad options or missing datasets (nothing is written then).
+    """
+    from memctx.harness.metrics import aggregate
+
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    wall = time.perf_counter()
+    suites = load_suite_scenarios(options)
+    jobs = _plan(options, suites)
+    if not jobs:
+        raise EvalError("nothing to run: the selected suites hold no scenarios")
+    finished: set[int] = set()
+    done_weight = [0]
+    total_weight = sum(job.weight() for job in jobs)
+    queue = _run_order(jobs)  # the pool starts jobs in this order
+    clock_start = time.perf_counter()
+
+    def report(job: _Job, seconds: float) -> None:
+        finished.add(job.index)
+        done_weight[0] += job.weight()
+        if not options.progress:
+            return
+        elapsed = time.perf_counter() - clock_start
+        # Work done = finished jobs + half of those still running (the next ones in the
+        # queue): without that credit one long job in flight makes the estimate double.
+        running = [j for j in queue if j.index not in finished][: max(options.jobs, 1)]
+        credit = done_weight[0] + sum(j.weight() for j in running) / 2
+        left = elapsed * (total_weight - credit) / max(credit, 1)
+        eta = f"~{left / 60:.1f} min left" if len(finished) < len(jobs) else "done"
+        print(
+            f"[{len(finished):>4}/{len(jobs)}] {job.label:<48} {seconds:7.1f}s  "
+            f"elapsed {elapsed:6.1f}s  {eta}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    results = _execute(jobs, options, report)
+    ordered = [(job, results[job.index]) for job in jobs]
+    records = aggregate(
+        [(job.suite, job.strategy, job.embedding, result) for job, result in ordered],
+        seed=options.seed,
+        answer_model=options.answer_model,
+    )
+    out = Path(options.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(out / "results.jsonl", (r.to_json() for _, res in ordered for r in res.probes))
+    _write_jsonl(out / "trace.jsonl", (c.to_json() for _, res in ordered for c in res.calls))
+    summary = {
+        "schema": SUMMARY_SCHEMA,
+        "provenance": provenance(options, suites),
+        "config": options.config_json(),
+        "records": records,
+        "timing": {
+            "started_at": started_at,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "wall_s": round(time.perf_counter() - wall, 1),
+            "jobs": options.jobs,
+        },
+    }
+    (out / "summary.json").write_text(
+        json.dumps(summary, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
+        encoding="utf-8",
+    )
+    return out
+
+
+def _write_jsonl(path: Path, rows: Any) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")

@@ -1,0 +1,180 @@
+"""``memctx/offline``: memctx's own deterministic model, served through litellm.
+
+Registered as a litellm custom provider (``litellm.custom_provider_map``), so that
+``litellm.completion(model="memctx/offline", messages=...)`` works with no network and no
+key, and every caller goes through the same :class:`memctx.llm.client.LLMClient` path whether the
+configured model is real or not. The reply depends only on the messages and ``max_tokens``:
+the same request always gets the same text.
+
+The model reads the task from the :func:`memctx.llm.client.task_marker` line in the prompt:
+
+- ``extract-knowledge``: ``memctx.offline.extract.offline_extract_response(messages)``, a
+  JSON array of knowledge records (rule-based extraction, imported on first use);
+- ``summarize``: :func:`memctx.offline.summary.summarize_text` over the text inside
+  ``<conversation>...</conversation>`` in the last user message (or over all user messages
+  when there is no such block), within ``max_tokens``;
+- anything else: the same extractive summary of the last user message, short. Never an
+  exception.
+
+Token usage is reported with :func:`memctx.messages.tokens.estimate_tokens`, so accounting and
+budgets work exactly as with a real model; the price is 0.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+# litellm fetches its price table from the network at import unless told to use its copy.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm
+from litellm.llms.custom_llm import CustomLLM
+from litellm.types.utils import ModelResponse, Usage
+
+from memctx.llm.client import OFFLINE_MODEL, task_of
+from memctx.messages.anatomy import message_text
+from memctx.messages.tokens import estimate_messages_tokens, estimate_tokens
+from memctx.offline.summary import summarize_text
+
+__all__ = [
+    "DEFAULT_REPLY_TOKENS",
+    "DEFAULT_SUMMARY_TOKENS",
+    "OFFLINE_PROVIDER",
+    "OfflineModel",
+    "offline_reply",
+    "register_offline_model",
+]
+
+OFFLINE_PROVIDER = OFFLINE_MODEL.split("/", 1)[0]
+# Budgets when the request sets no max_tokens: a summary sized like a real model's typical
+# compaction summary, and a short answer for anything else.
+DEFAULT_SUMMARY_TOKENS = 1024
+DEFAULT_REPLY_TOKENS = 256
+_CONVERSATION = re.compile(r"<conversation>(.*?)</conversation>", re.S)
+_NOTHING = "(memctx/offline: no text to answer)"
+
+
+def _user_texts(messages: Sequence[Any]) -> list[str]:
+    return [
+        message_text(m)
+        for m in messages
+        if isinstance(m, Mapping) and m.get("role") == "user" and message_text(m).strip()
+    ]
+
+
+def _extract(messages: Sequence[Any]) -> str:
+    # Imported by name at call time: the rule-based extractor is its own module (and may be
+    # swapped in tests); a missing one fails this call with a clear error, not the import.
+    module = importlib.import_module("memctx.offline.extract")
+    extract: Callable[[Sequence[Any]], object] = module.offline_extract_response
+    reply = extract(list(messages))
+    if not isinstance(reply, str):
+        raise TypeError(
+            "memctx.offline.extract.offline_extract_response must return a JSON array "
+            f"string, got {type(reply).__name__}"
+        )
+    return reply
+
+
+def _summarize(messages: Sequence[Any], max_tokens: int) -> str:
+    users = _user_texts(messages)
+    if not users:
+        return _NOTHING
+    blocks = _CONVERSATION.findall(users[-1])
+    if blocks:
+        return summarize_text("\n".join(blocks), max_tokens) or _NOTHING
+    # Several user turns: the last one is the request. A single one is the whole input, so
+    # the request is looked for inside it (a "user:" line).
+    last = users[-1] if len(users) > 1 else None
+    return summarize_text("\n\n".join(users), max_tokens, last_request=last) or _NOTHING
+
+
+def offline_reply(messages: Sequence[Any], max_tokens: int | None = None) -> str:
+    """The offline model's reply to ``messages`` (deterministic).
+
+    Args:
+        messages: Chat messages; the task comes from their ``[memctx-task: ...]`` marker.
+        max_tokens: Output budget for summaries and replies (extraction returns its JSON
+            whole: cutting it would make it unparseable).
+
+    Returns:
+        The reply text.
+    """
+    task = task_of(messages)
+    if task == "extract-knowledge":
+        return _extract(messages)
+    if task == "summarize":
+        return _summarize(messages, max_tokens or DEFAULT_SUMMARY_TOKENS)
+    users = _user_texts(messages)
+    budget = min(max_tokens or DEFAULT_REPLY_TOKENS, DEFAULT_REPLY_TOKENS)
+    return (summarize_text(users[-1], budget) if users else "") or _NOTHING
+
+
+def _max_tokens(optional_params: object) -> int | None:
+    if not isinstance(optional_params, Mapping):
+        return None
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = optional_params.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+class OfflineModel(CustomLLM):
+    """The litellm handler behind ``memctx/offline`` (streaming is not supported)."""
+
+    def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        """Answer synchronously; litellm passes every other argument by keyword."""
+        text = offline_reply(messages, _max_tokens(kwargs.get("optional_params")))
+        response = kwargs.get("model_response")
+        if not isinstance(response, ModelResponse):
+            response = ModelResponse()
+        response.choices[0].message.content = text
+        response.choices[0].finish_reason = "stop"
+        response.model = f"{OFFLINE_PROVIDER}/{model}"
+        prompt_tokens = estimate_messages_tokens(messages)
+        completion_tokens = estimate_tokens(text)
+        usage = Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+        # ModelResponse declares no ``usage`` field (its __init__ sets it dynamically, as
+        # litellm's own mock path does), so the typed attribute assignment is refused.
+        response.usage = usage  # type: ignore[attr-defined]
+        return response
+
+    async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        """Same as :meth:`completion`: the work is CPU-bound and short."""
+        return self.completion(model, messages, *args, **kwargs)
+
+
+_HANDLER = OfflineModel()
+_LOCK = threading.Lock()
+
+
+def register_offline_model() -> bool:
+    """Make ``memctx/offline`` callable through ``litellm.completion``.
+
+    Idempotent and thread-safe; cheap enough to call before every request, which also
+    restores the entry if other code replaced ``litellm.custom_provider_map``. A handler that
+    someone else registered under the ``memctx`` provider is left in place.
+
+    Returns:
+        True when this call added the provider.
+    """
+    with _LOCK:
+        providers = litellm.custom_provider_map
+        present = any(
+            isinstance(item, Mapping) and item.get("provider") == OFFLINE_PROVIDER
+            for item in providers
+        )
+        if not present:
+            # litellm adds new entries to its provider list at the start of each completion.
+            providers.append({"provider": OFFLINE_PROVIDER, "custom_handler": _HANDLER})
+        return not present

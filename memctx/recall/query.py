@@ -1,0 +1,148 @@
+"""What the context hook recalls: the query it asks, and the candidates it gets back.
+
+The query is the last 2–3 user messages, newest last (seed 000): one short reply ("ok",
+"y", "继续") alone is no query, but together with the request before it it is. Messages that
+are not the user speaking are skipped: tool results riding in user messages, memctx's own
+recalled block, the summary a compaction left in a user message (``[Context compacted]``,
+Claude Code's "This session is being continued…": the whole past, not the question), and
+harness-injected text (``System:`` prefixes, ``<system-reminder>``, ``<command-…>`` /
+``<local-command-…>`` echoes of slash commands, the "Caveat:" notices some agents prepend).
+Embedded ``<system-reminder>`` spans inside a real user message are cut out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from typing import Final
+
+from memctx.messages.anatomy import BlockKind, InfoCache, MessageInfo, RoleKind, is_recalled_block
+from memctx.recall.block import RecallItem, detail_label, message_source
+from memctx.retrieval.hybrid import SearchParams
+from memctx.store.knowledge import KnowledgeStore
+from memctx.store.memory_search import search_store
+from memctx.store.raw.store import RawStore
+from memctx.text.keywords import tokenize_unique
+from memctx.trim.smart import is_compaction_summary
+
+__all__ = ["build_query", "detail_items", "knowledge_items"]
+
+_HARNESS_PREFIXES: Final = (
+    "system:",
+    "[system",
+    "<system",
+    "<command-",
+    "<local-command",
+    "caveat:",
+)
+_REMINDER_RE: Final = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+MAX_QUERY_CHARS: Final = 2_000  # a pasted log must not turn into a 20,000-term BM25 query
+OLDER_MESSAGE_CHARS: Final = 300  # what each older message adds (its opening: the request)
+# Older messages are added only while the query is too thin to search with: the seed joins
+# them to rescue "ok" / "y" / "继续", but next to a real question they only add noise.
+ENOUGH_TERMS: Final = 3
+
+
+def build_query(
+    messages: Sequence[object],
+    infos: InfoCache,
+    *,
+    max_messages: int = 3,
+    max_chars: int = MAX_QUERY_CHARS,
+) -> str:
+    """The search query: the last ``max_messages`` real user messages, oldest first.
+
+    Older messages are added only until the query has :data:`ENOUGH_TERMS` distinct
+    keywords; the newest counts in full, each older one with its first
+    :data:`OLDER_MESSAGE_CHARS` characters.
+
+    Args:
+        messages: The conversation (recalled blocks may still be in it: they are skipped).
+        infos: Anatomy cache shared with the rest of the hook.
+        max_messages: How many user messages to join (the seed says 2–3).
+        max_chars: Keep at most this many characters, from the end (newest text matters).
+    """
+    picked: list[str] = []
+    terms: set[str] = set()
+    for message in reversed(messages):
+        if len(picked) >= max_messages or len(terms) >= ENOUGH_TERMS:
+            break
+        info = infos.info(message)
+        if info.kind is not RoleKind.USER or info.is_tool_result_only:
+            continue
+        if is_recalled_block(message) or is_compaction_summary(message, info):
+            continue
+        text = _REMINDER_RE.sub(" ", _own_text(info)).strip()
+        if not text or text.lower().startswith(_HARNESS_PREFIXES):
+            continue
+        picked.append(text)
+        terms.update(tokenize_unique(text if len(picked) == 1 else text[:OLDER_MESSAGE_CHARS]))
+    # The newest message is the question; older ones are context. A long paste two messages
+    # back must not drown the question, so older messages contribute their opening only.
+    older = [text[:OLDER_MESSAGE_CHARS] for text in picked[1:]]
+    query = "\n".join([*reversed(older), *picked[:1]])
+    return query[-max_chars:] if len(query) > max_chars else query
+
+
+def _own_text(info: MessageInfo) -> str:
+    """The user's words: text blocks only (tool results in the same message are not)."""
+    return "\n".join(b.text for b in info.blocks if b.kind is BlockKind.TEXT and b.text)
+
+
+def knowledge_items(store: KnowledgeStore, query: str, limit: int) -> list[RecallItem]:
+    """Live facts matching ``query`` (the store's adaptive keyword threshold), best first."""
+    return [
+        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id, (fact.timestamp, 0))
+        for fact, score in store.search(query, limit=limit)
+    ]
+
+
+def detail_items(
+    store: RawStore,
+    query: str,
+    *,
+    session_id: str,
+    cross_session: bool,
+    params: SearchParams,
+    limit: int,
+    exclude_ids: Collection[str] = (),
+) -> list[RecallItem]:
+    """Archived segments for ``query``; segments the context still holds are left out.
+
+    ``exclude_ids`` names segments whose message is in the context being sent: recalling
+    them would spend the cap on text the model already sees.
+    """
+    out: list[RecallItem] = []
+    want = limit + len(exclude_ids)  # usually one search: the pool is bounded anyway
+    while True:
+        hits = search_store(
+            store,
+            query,
+            limit=want,
+            session_id=session_id,
+            cross_session=cross_session,
+            params=params,
+        )
+        with store.lock:
+            # Metadata first: no file read for segments that are skipped.
+            fresh = (
+                [h for h in hits if store.segment(h.key).id not in exclude_ids]
+                if exclude_ids
+                else hits
+            )
+            if len(fresh) >= limit or len(hits) < want:
+                for hit in fresh[:limit]:
+                    segment = store.get(hit.key)
+                    label = detail_label(segment.timestamp, segment.role)
+                    order = (segment.timestamp, hit.key)  # store keys grow with each add
+                    source = message_source(
+                        segment.session_id, segment.timestamp, segment.turn, segment.role
+                    )
+                    out.append(
+                        RecallItem(
+                            "detail", segment.content, hit.score, label, segment.id, order, source
+                        )
+                    )
+                break
+        want *= 4  # most of the best hits are still in the context: look further
+    return out

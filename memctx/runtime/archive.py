@@ -1,0 +1,420 @@
+"""The engine's side of the stores: what gets archived, when, and what is still pending.
+
+Stores open lazily on first use (the seed's cold start): a session that never overflows never
+reads ``segments.jsonl``.
+
+Archiving rules:
+
+- Recalled blocks are never archived (they are memory already).
+- A message is archived once per engine: agents resend their whole history every turn and
+  the same old messages are trimmed again and again. A trimmed message is known by its
+  trim-cache key (:attr:`memctx.trim.cache.MessageFacts.key`, the same for equal content
+  in a new dict), and the keys already archived are skipped in one numpy pass
+  (:class:`memctx.runtime.archive_keys.KeySet`) without redacting or hashing the text again.
+  Messages the trim cache has not read (compaction, repair copies) are keyed by role + text,
+  remembered by dict identity. The store's own sha256 dedup catches repeats across processes.
+- With a cheap embedder (hash, ~0.1 ms per text) segments are written before the hook
+  searches, so they are recallable in the same turn. With the transformer (~25 ms per text
+  on two cores) the write and the embedding run on the background worker; meanwhile the
+  segments sit in an in-memory overlay that the hook searches by BM25 alone, so they are
+  recallable in the same turn as well, only without the vector half of the score.
+- Compacting the raw store (rewriting its files once ~10% of the lines are dead, 0.1-0.3 s
+  at 20,000 segments) runs on the background worker, never in a hook: no search needs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memctx.config.model import MemoryContextConfig
+from memctx.messages.anatomy import (
+    InfoCache,
+    is_recalled_block,
+    message_fingerprint,
+)
+from memctx.recall.block import RecallItem, detail_label, message_source
+from memctx.retrieval.bm25 import BM25Index
+from memctx.retrieval.embeddings import Embedder, make_embedder
+from memctx.runtime.archive_keys import KeySet, archive_text, message_time
+from memctx.runtime.worker import BackgroundWorker
+from memctx.store.knowledge import KNOWLEDGE_FILE, KnowledgeStore
+from memctx.store.memory_search import memory_search
+from memctx.store.raw.io import validate_session_id
+from memctx.store.raw.store import RawStore
+from memctx.text.chunking import chunk_text
+from memctx.text.keywords import tokenize
+from memctx.text.redaction import Redactor
+from memctx.trim.cache import IntArray, MessageFacts
+
+__all__ = ["Archive", "archive_text", "message_time"]
+
+logger = logging.getLogger("memctx")
+
+
+class Archive:
+    """Lazily opened raw + knowledge stores, archiving, the pending overlay, extraction."""
+
+    def __init__(
+        self,
+        config: MemoryContextConfig,
+        *,
+        store_dir: str | Path,
+        session_id: str,
+        embedder: Embedder | None,
+        llm: Any | None,
+        worker: BackgroundWorker,
+        infos: InfoCache,
+        clock: Callable[[], float],
+    ) -> None:
+        self._session = validate_session_id(session_id)
+        self._config = config
+        self._dir = Path(store_dir)
+        self._embedder = embedder
+        self._llm = llm
+        self._worker = worker
+        self._infos = infos
+        self._clock = clock
+        self._redactor = Redactor() if config.redaction else None
+        self._raw: RawStore | None = None
+        self._knowledge: KnowledgeStore | None = None
+        self._mutex = threading.Lock()  # guards the two dicts below against the worker
+        # message key -> its segment ids (one per chunk; empty: nothing stored)
+        self._seg_of: dict[Hashable, tuple[str, ...]] = {}
+        self._pending: dict[Hashable, list[dict[str, Any]]] = {}  # message key -> not yet stored
+        self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
+        self._compaction_queued = False
+        self._done = KeySet()  # trim-cache keys of trimmed messages already archived
+        self._held: list[tuple[list[Hashable], list[dict[str, Any]]]] | None = None
+        self.counts: Counter[str] = Counter()
+        self.extraction: dict[str, float] = {}
+
+    # -- stores ------------------------------------------------------------------------------
+
+    @property
+    def raw(self) -> RawStore:
+        if self._raw is None:
+            embedder = self._embedder
+            if embedder is None:
+                cache = None
+                if self._config.embedding_model == "transformer":
+                    cache = self._dir / "embeddings.cache"
+                embedder = make_embedder(self._config.embedding_model, cache_path=cache)
+                self._embedder = embedder
+            self._raw = RawStore(
+                self._dir,
+                embedder=embedder,
+                session_id=self._session,
+                max_segments=self._config.max_segments,
+                eviction_days=self._config.eviction_days,
+                redactor=self._redactor,
+                clock=self._clock,
+            ).open()
+            # Rewriting the files (~0.1-0.3 s at 20,000 segments) is no work for the hook:
+            # the background worker does it (:meth:`_compact_later`).
+            self._raw.auto_compact = False
+        return self._raw
+
+    @property
+    def knowledge(self) -> KnowledgeStore:
+        if self._knowledge is None:
+            self._knowledge = KnowledgeStore(
+                self._dir, redactor=self._redactor or Redactor(), clock=self._clock
+            )
+        return self._knowledge
+
+    def has_segments(self) -> bool:
+        return len(self.raw) > 0
+
+    def has_knowledge(self) -> bool:
+        """Whether a knowledge search can find anything (one ``stat``, no lock, per turn)."""
+        try:
+            return (self._dir / KNOWLEDGE_FILE).stat().st_size > 0
+        except OSError:
+            return False
+
+    @property
+    def cheap_embedder(self) -> bool:
+        """Whether embedding inline costs little (hash, or a transformer that fell back)."""
+        return str(getattr(self.raw.embedder, "name", "")).startswith("hash")
+
+    def llm_client(self) -> Any:
+        if self._llm is None:
+            from memctx.llm.client import LLMClient
+
+            self._llm = LLMClient(self._config.extraction_model, cache_dir=self._dir / "llm-cache")
+        return self._llm
+
+    # -- archiving ---------------------------------------------------------------------------
+
+    def message_key(self, message: dict[str, Any]) -> int:
+        """An in-process key for "this message": role and archived text."""
+        fingerprint = message_fingerprint(message)
+        entry = self._keys.get(id(message))
+        if entry is not None and entry[0] is message and entry[1] == fingerprint:
+            return entry[2]
+        info = self._infos.info(message)
+        key = hash((info.role, archive_text(info)))
+        if len(self._keys) > 200_000:
+            self._keys.clear()
+        self._keys[id(message)] = (message, fingerprint, key)
+        return key
+
+    def key_of(self, message: dict[str, Any], known: Mapping[int, MessageFacts]) -> Hashable:
+        """The archive key of ``message``: its trim-cache key (an int) when this turn read it
+        (no fingerprinting: the turn already did), else ``("h", role + text hash)``."""
+        facts = known.get(id(message))
+        return facts.key if facts is not None else ("h", self.message_key(message))
+
+    def segments_in(self, keys: IntArray, unread: Sequence[dict[str, Any]] = ()) -> set[str]:
+        """Ids of archived segments whose message is being sent.
+
+        Args:
+            keys: Trim-cache keys (:attr:`MessageFacts.key`) of the messages sent.
+            unread: Messages sent that the trim cache has not read (found by role + text).
+        """
+        found: set[tuple[str, ...] | None] = set()
+        with self._mutex:
+            seg_of = self._seg_of
+            if not seg_of:
+                return set()
+            # One lookup per message sent: the archive of a long session is the larger side.
+            found.update(map(seg_of.get, keys.tolist()))
+            found.update(seg_of.get(("h", self.message_key(m))) for m in unread)
+        return {segment for ids in found if ids for segment in ids}
+
+    def trimmed(
+        self,
+        context: Sequence[dict[str, Any]],
+        facts: Sequence[MessageFacts],
+        at: IntArray,
+        keys: IntArray,
+        turns: IntArray,
+    ) -> None:
+        """Archive the messages smart trim removed from ``context``.
+
+        Args:
+            context: The messages smart trim was given.
+            facts: Their trim-cache readings (``facts[i]`` is ``context[i]``'s).
+            at: Positions in ``context`` of the removed messages.
+            keys: Their trim-cache keys (:attr:`MessageFacts.key`), in the order of ``at``.
+            turns: Their turns (positions in the hook's input), in the order of ``at``.
+        """
+        # Most of them were trimmed (and archived) on earlier turns too: skip those in one
+        # vector pass over their keys, before any per-message work.
+        fresh = np.flatnonzero(~self._done.has(keys))
+        if not len(fresh):
+            return
+        new_at: list[int] = at[fresh].tolist()
+        known = {id(context[i]): facts[i] for i in new_at}
+        pairs = zip([context[i] for i in new_at], turns[fresh].tolist(), strict=True)
+        self._store(pairs, known)
+        with self._mutex:
+            held = [k for k in keys[fresh].tolist() if k in self._seg_of or k in self._pending]
+        self._done.add(held)
+
+    def compacted(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Archive messages about to be compacted, then queue knowledge extraction."""
+        ids = self._store(((m, i) for i, m in enumerate(messages)), {})
+        if self._config.knowledge_extraction:
+            batch = [m for m in messages if not is_recalled_block(m)]
+            if batch:
+                self._worker.submit(lambda: self._extract(batch, ids), "extraction")
+                self.counts["extractions_queued"] += 1
+
+    def _store(
+        self,
+        pairs: Iterable[tuple[dict[str, Any], int | None]],
+        known: Mapping[int, MessageFacts],
+    ) -> list[str]:
+        keys: list[Hashable] = []
+        items: list[dict[str, Any]] = []
+        now = self._clock()
+        with self._mutex:
+            seen = set(keys)
+            for message, turn in pairs:
+                key = self.key_of(message, known)
+                if key in self._seg_of or key in self._pending or key in seen:
+                    continue  # archived on an earlier turn: the usual case, keep it cheap
+                facts = known.get(id(message))
+                if facts.recalled if facts is not None else is_recalled_block(message):
+                    self.counts["recalled_blocks_skipped"] += 1
+                    continue
+                seen.add(key)
+                info = facts.info if facts is not None else self._infos.info(message)
+                text = archive_text(info)
+                if not text.strip():
+                    self._seg_of[key] = ()  # nothing to archive; do not look again
+                    continue
+                stamp = message_time(message, now)
+                for piece in chunk_text(text, self._config.archive_chunk_tokens):
+                    item = {
+                        "session_id": self._session,
+                        "role": info.role or "unknown",
+                        "content": piece,
+                        "timestamp": stamp,
+                        "turn": turn,
+                    }
+                    keys.append(key)
+                    items.append(item)
+        if not items:
+            return []
+        if self.cheap_embedder:
+            return self._write(keys, items)
+        with self._mutex:
+            for key, item in zip(keys, items, strict=True):
+                self._pending.setdefault(key, []).append(item)
+            # Under the mutex: the block's end either sees this batch or we see it ended.
+            held = self._held
+            if held is not None:
+                held.append((keys, items))
+        if held is None:
+            self._worker.submit(partial(self._write, keys, items), "archive")
+        return []
+
+    @contextmanager
+    def writes_after(self) -> Iterator[None]:
+        """Hold the background writes queued inside the block; queue them when it ends.
+
+        The context hook runs inside it. A compaction hook on another thread meanwhile has
+        its writes held too (one hook's length at most); nothing is lost, since the swap
+        below and every append happen under the mutex.
+        """
+        with self._mutex:
+            self._held = []
+        try:
+            yield
+        finally:
+            with self._mutex:
+                held, self._held = self._held or [], None
+            for keys, items in held:
+                self._worker.submit(partial(self._write, keys, items), "archive")
+
+    def _write(self, keys: list[Hashable], items: list[dict[str, Any]]) -> list[str]:
+        try:
+            segments = self.raw.add_many(items)
+        finally:
+            with self._mutex:
+                for key in keys:
+                    self._pending.pop(key, None)
+        ids = []
+        with self._mutex:
+            for key, segment in zip(keys, segments, strict=True):
+                known = self._seg_of.get(key, ())
+                if segment is not None:  # None: a duplicate the store already holds
+                    known = (*known, segment.id)
+                    ids.append(segment.id)
+                self._seg_of[key] = known
+        self.counts["archived"] += len(ids)
+        self.counts["archive_duplicates"] += len(items) - len(ids)
+        self._compact_later()
+        return ids
+
+    def _compact_later(self) -> None:
+        """Queue one compaction of the raw store on the worker once it is due.
+
+        Searches do not need it (dead lines are invisible to them), so it waits for the
+        worker; a closed worker means the engine is closing, and it runs here instead.
+        """
+        raw = self.raw
+        if self._compaction_queued or not raw.compaction_due():
+            return
+
+        def compact() -> None:
+            try:
+                raw.maybe_compact()
+            finally:
+                self._compaction_queued = False
+
+        self._compaction_queued = True
+        if not self._worker.submit(compact, "compaction"):
+            compact()
+
+    def pending_items(self, query: str, limit: int) -> list[RecallItem]:
+        """Overlay hits: archived this turn, not yet embedded (BM25 only, scaled by its weight)."""
+        with self._mutex:
+            pending = [item for items in self._pending.values() for item in items]
+        q = tokenize(query)
+        if not pending or not q:
+            return []
+        index = BM25Index()
+        index.add_many((i, tokenize(item["content"])) for i, item in enumerate(pending))
+        scores = index.normalized_scores(q)
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        out = []
+        for i, score in best:
+            item = pending[i]
+            text = item["content"]
+            if self._redactor is not None:
+                text = self._redactor.redact(text)
+            label = detail_label(item["timestamp"], item["role"])
+            weighted = self._config.text_weight * score
+            if weighted >= self._config.auto_recall_min_score and score > 0:
+                order = (float(item["timestamp"]), i)
+                source = message_source(
+                    item["session_id"], float(item["timestamp"]), item["turn"], item["role"]
+                )
+                out.append(
+                    RecallItem("detail", text, weighted, label, f"pending:{i}", order, source)
+                )
+        return out
+
+    # -- extraction and search -----------------------------------------------------------------
+
+    def _extract(self, messages: list[dict[str, Any]], source_ids: list[str]) -> None:
+        from memctx.extraction.extract import extract_and_update
+
+        start = time.perf_counter()
+        report = extract_and_update(
+            messages,
+            store=self.knowledge,
+            client=self.llm_client(),
+            session_id=self._session,
+            source_ids=source_ids,
+        )
+        for name, value in report.as_dict().items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                self.extraction[name] = self.extraction.get(name, 0) + value
+        seconds = self.extraction.get("seconds", 0.0) + time.perf_counter() - start
+        self.extraction["seconds"] = seconds
+
+    def memory_search(self, query: str, limit: int) -> list[dict[str, Any]]:
+        return memory_search(
+            self.raw,
+            query,
+            limit,
+            session_id=self._session,
+            cross_session=self._config.cross_session,
+        )
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "archive": dict(self.counts),
+            "pending_segments": sum(map(len, self._pending.values())),
+            "extraction": dict(self.extraction),
+        }
+        if self._raw is not None:
+            out["raw_store"] = self._raw.stats()
+            out["embedder"] = {
+                "name": getattr(self._raw.embedder, "name", "?"),
+                "fallback_reason": getattr(self._raw.embedder, "fallback_reason", None),
+            }
+        if self._knowledge is not None:
+            out["knowledge"] = self._knowledge.stats()
+        if self._llm is not None and hasattr(self._llm, "usage"):
+            usage = self._llm.usage()
+            out["llm"] = usage.as_dict() if hasattr(usage, "as_dict") else usage
+        return out
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()

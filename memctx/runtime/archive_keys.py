@@ -1,0 +1,77 @@
+"""How the archive sees a message: the text it stores, its time, and whether it is done.
+
+:func:`archive_text` and :func:`message_time` make a segment of a message. :class:`KeySet`
+remembers which messages are archived already. Trim-cache keys
+(:attr:`memctx.trim.cache.MessageFacts.key`) are small non-negative ints handed out by a
+counter, one per message read, so a boolean array indexed by key is the set: a membership
+test for the ~2,000 messages a long session trims every turn is one numpy gather instead of
+2,000 dict lookups. It costs one byte per message the session ever read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memctx.messages.anatomy import BlockKind, MessageInfo
+
+__all__ = ["KeySet", "archive_text", "message_time"]
+
+
+class KeySet:
+    """Non-negative int keys, tested many at a time."""
+
+    def __init__(self) -> None:
+        self._flags: npt.NDArray[np.bool_] = np.zeros(1024, dtype=np.bool_)
+
+    def add(self, keys: Sequence[int]) -> None:
+        """Add ``keys`` (non-negative ints)."""
+        if not keys:
+            return
+        top = max(keys)
+        if top >= len(self._flags):
+            grown = np.zeros(max(top + 1, 2 * len(self._flags)), dtype=np.bool_)
+            grown[: len(self._flags)] = self._flags
+            self._flags = grown
+        self._flags[np.asarray(keys, dtype=np.int64)] = True
+
+    def has(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Per key, whether it was added (keys beyond every added one: not)."""
+        out = np.zeros(len(keys), dtype=np.bool_)
+        inside = keys < len(self._flags)
+        out[inside] = self._flags[keys[inside]]
+        return out
+
+
+def archive_text(info: MessageInfo) -> str:
+    """What a message says, as archived: text, tool calls (name + input) and tool results.
+
+    Thinking is left out: it is the model's scratchpad, long and rarely what a later
+    question is about.
+    """
+    parts = []
+    for block in info.blocks:
+        if block.kind is BlockKind.TOOL_CALL:
+            parts.append(f"[tool call] {block.tool_name or 'tool'} {block.text}".rstrip())
+        elif block.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT) and block.text:
+            parts.append(block.text)
+    return "\n".join(parts)
+
+
+def message_time(message: dict[str, Any], default: float) -> float:
+    """The message's own ``timestamp`` (epoch s or ms, or ISO 8601), else ``default``."""
+    value = message.get("timestamp")
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int | float):
+        return float(value) / 1000.0 if value > 1e12 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return default
+    return default

@@ -1,0 +1,395 @@
+"""``MemoryContext``: one session's engine behind the two hooks an agent loop calls.
+
+``on_context(messages)`` runs before every model call (seed 000, "Context Event"):
+
+1. drop recalled blocks from earlier turns;
+2. build the query from the last 2–3 real user messages (:func:`memctx.recall.query.build_query`);
+3. if the context is over ``safe_limit = window − reserve − cap`` and the query has ≥ 3
+   characters, smart-trim it (BM25 against the query, then oldest first, then pairing
+   repair). Beyond the seed: a context over the *window itself* is trimmed even with a short
+   query (oldest first), because sending it would fail outright;
+4. archive what was trimmed. With a cheap embedder (hash) this happens before the search, so
+   a message trimmed this turn is recallable this turn (the seed's known limitation). With the
+   transformer, segments are embedded on the background worker; until then they are found by
+   keywords from an in-memory overlay (:mod:`memctx.runtime.archive`);
+5. search details (raw store) and knowledge; segments still in the context are skipped;
+6. build the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
+   insert it after the system prompt and any compaction summary;
+7. final check: pairing violations are repaired (input may arrive broken), counted.
+
+``on_before_compact(messages)`` archives the messages verbatim (never recalled blocks) and
+queues knowledge extraction on the worker. It returns nothing: the compaction summary is the
+compactor's job.
+
+Both hooks hold the engine's lock (hooks of one session run one at a time, from any thread)
+and never raise: a failure is logged, counted in :meth:`MemoryContext.stats` and the hook
+returns the messages it was given.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memctx.config.model import MemoryContextConfig
+from memctx.messages.anatomy import InfoCache, RoleKind
+from memctx.messages.pairing import pairing_violations, repair_tool_pairing
+from memctx.messages.tokens import TokenCounter
+from memctx.recall.block import RecallBlock, build_recall_block, recall_message
+from memctx.recall.query import build_query, detail_items, knowledge_items
+from memctx.retrieval.embeddings import Embedder
+from memctx.retrieval.hybrid import SearchParams
+from memctx.runtime.archive import Archive
+from memctx.runtime.stats import HookTimer
+from memctx.runtime.worker import BackgroundWorker
+from memctx.trim.cache import IntArray
+from memctx.trim.smart import TrimCache, is_compaction_summary, trim_read
+from memctx.trim.state import ReadInfos
+
+__all__ = ["MemoryContext"]
+
+logger = logging.getLogger("memctx")
+
+_REGISTRY: dict[tuple[str, str], MemoryContext] = {}
+_REGISTRY_LOCK = threading.Lock()
+_DETAIL_CANDIDATES = 20  # details searched per turn; the cap decides how many are shown
+_EMPTY_BLOCK = RecallBlock("", (), (), 0, 0, 0)
+
+
+class MemoryContext:
+    """Memory-enhanced context management for one agent session.
+
+    Args:
+        config: Settings; ``None`` means the defaults with ``enabled=True`` (constructing an
+            engine is the opt-in). A config with ``enabled=False`` makes both hooks pass
+            messages through untouched.
+        store_dir: Directory of the raw store, knowledge store and LLM cache (shared by
+            sessions; created on first write).
+        session_id: This session's id (letters, digits, ``._-``; validated).
+        context_window_tokens: The model's context window.
+        embedder: Override the configured embedder (tests, custom models).
+        llm: Override the LLM client used for knowledge extraction (an object with
+            ``complete`` and ``is_offline``, e.g. :class:`memctx.llm.client.LLMClient`).
+        clock: Epoch seconds (injectable for tests).
+
+    Raises:
+        StoreError: ``session_id`` or ``store_dir`` is invalid (the message says why).
+        ValueError: ``context_window_tokens`` is not a positive integer.
+    """
+
+    def __init__(
+        self,
+        config: MemoryContextConfig | None = None,
+        *,
+        store_dir: str | Path,
+        session_id: str,
+        context_window_tokens: int = 200_000,
+        embedder: Embedder | None = None,
+        llm: Any | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if isinstance(context_window_tokens, bool) or not isinstance(context_window_tokens, int):
+            raise ValueError(f"context_window_tokens must be an int, got {context_window_tokens!r}")
+        if context_window_tokens <= 0:
+            raise ValueError(f"context_window_tokens must be > 0, got {context_window_tokens}")
+        self.config = config if config is not None else MemoryContextConfig(enabled=True)
+        self.session_id = session_id
+        self.window = context_window_tokens
+        self._lock = threading.RLock()
+        self._infos = InfoCache()
+        self._tokens = TokenCounter(self.config.token_counter)
+        self._trim_cache = TrimCache()
+        self._worker = BackgroundWorker(f"memctx-{session_id}")
+        self._archive = Archive(
+            self.config,
+            store_dir=store_dir,
+            session_id=session_id,
+            embedder=embedder,
+            llm=llm,
+            worker=self._worker,
+            infos=self._infos,
+            clock=clock,
+        )
+        self._timer = HookTimer()
+        self._closed = False
+        self._registry_key: tuple[str, str] | None = None
+        self._counts: Counter[str] = Counter()
+        self._last_error: str | None = None
+        self._params = SearchParams(
+            vector_weight=self.config.vector_weight,
+            text_weight=self.config.text_weight,
+            decay=self.config.time_decay,
+            decay_unit_seconds=3600.0,
+            min_score=self.config.auto_recall_min_score,
+        )
+
+    @classmethod
+    def for_session(
+        cls,
+        config: MemoryContextConfig | None = None,
+        *,
+        store_dir: str | Path,
+        session_id: str,
+        **kwargs: Any,
+    ) -> MemoryContext:
+        """The one open engine of ``(store_dir, session_id)`` in this process, made on first use.
+
+        The seed's singleton runtime: the context hook and the compaction hook of one session
+        (often registered separately, maybe on different threads) must share one engine, or
+        trimmed messages and extracted facts would live in two caches. Arguments other than
+        the key apply only when the engine is created. :meth:`close` forgets it.
+        """
+        key = (str(Path(store_dir).expanduser().resolve()), session_id)
+        with _REGISTRY_LOCK:
+            engine = _REGISTRY.get(key)
+            if engine is None or engine._closed:
+                engine = cls(config, store_dir=store_dir, session_id=session_id, **kwargs)
+                engine._registry_key = key
+                _REGISTRY[key] = engine
+            return engine
+
+    # -- limits --------------------------------------------------------------------------------
+
+    @property
+    def recall_cap(self) -> int:
+        """Tokens the recall block may take: ``min(hardCapTokens, floor(window × 0.10))``."""
+        return self.config.recall_cap_tokens(self.window)
+
+    @property
+    def safe_limit(self) -> int:
+        """Context tokens above which smart trim runs: ``window − reserve − cap``."""
+        return max(self.window - self.config.reserve_tokens - self.recall_cap, 0)
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def on_context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages to send this turn: trimmed if needed, with recalled memory. Never raises."""
+        with self._timer("on_context"), self._lock:
+            try:
+                out = self._context(messages)
+            except Exception as exc:  # the hook contract: never raise into the agent
+                self._fail("on_context", exc)
+                return messages
+            self._counts["on_context"] += 1
+            return out
+
+    def on_before_compact(self, messages: list[dict[str, Any]]) -> None:
+        """Archive ``messages`` (about to be compacted) and queue knowledge extraction."""
+        with self._timer("on_before_compact"), self._lock:
+            try:
+                _check_messages(messages)
+                if self.config.enabled:
+                    self._archive.compacted(messages)
+                self._counts["on_before_compact"] += 1
+            except Exception as exc:
+                self._fail("on_before_compact", exc)
+
+    def memory_search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The ``memory_search`` tool: ``[{content, score, session_id, turn}]``, at most 20."""
+        with self._lock:
+            return self._archive.memory_search(query, limit)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for background archiving and extraction; ``False`` if ``timeout`` ran out."""
+        return self._worker.wait_idle(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Finish background work, then release the stores' files."""
+        self._worker.close(timeout)
+        with self._lock:
+            self._closed = True
+            self._archive.close()
+        with _REGISTRY_LOCK:
+            if self._registry_key and _REGISTRY.get(self._registry_key) is self:
+                del _REGISTRY[self._registry_key]
+
+    def __enter__(self) -> MemoryContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stats(self) -> dict[str, Any]:
+        """Counters, hook latencies (p50/p95 ms), failures, store and LLM figures."""
+        with self._lock:
+            return {
+                "session_id": self.session_id,
+                "enabled": self.config.enabled,
+                "window": self.window,
+                "recall_cap": self.recall_cap,
+                "safe_limit": self.safe_limit,
+                "counts": dict(self._counts),
+                "latency_ms": self._timer.summary(),
+                "last_error": self._last_error,
+                "worker": {
+                    "pending": self._worker.pending,
+                    "done": dict(self._worker.done),
+                    "failed": dict(self._worker.failed),
+                },
+                **self._archive.stats(),
+            }
+
+    # -- the context event ---------------------------------------------------------------------
+
+    def _fail(self, hook: str, exc: BaseException) -> None:
+        self._counts[f"{hook}_failures"] += 1
+        self._last_error = f"{hook}: {type(exc).__name__}: {exc}"
+        logger.warning("memctx %s failed; messages passed through unchanged", hook, exc_info=exc)
+
+    def _context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        _check_messages(messages)
+        if not self.config.enabled:
+            return messages
+        # The trim cache is this engine's own: holding its lock for the whole turn lets the
+        # turn read its input once and hand that reading to smart trim and the archive.
+        # Writes to the store queued by this call start when it returns: its own search sees
+        # them in the pending overlay only, never half of them written (same input, same
+        # block, whatever the worker's timing).
+        with self._trim_cache.lock, self._archive.writes_after():
+            return self._context_read(messages)
+
+    def _context_read(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        count = self._tokens.count_message
+        cache = self._trim_cache
+        # For the usual input (last turn's list plus new messages) only the new ones are read.
+        state = cache.read(messages, count)
+        recalled = state.recalled
+        turn_at: IntArray | None = None  # position in ``messages`` of each of ``base``
+        if recalled.any():
+            turn_at = np.flatnonzero(~recalled)
+            base = [messages[i] for i in turn_at.tolist()]
+            base_facts = [state.facts[i] for i in turn_at.tolist()]
+            total = int(state.tokens[turn_at].sum())
+        else:
+            base = list(messages)
+            base_facts = state.facts
+            total = int(state.tokens.sum())
+        infos = ReadInfos(base, base_facts)
+        query = build_query(base, infos)
+        kept = base
+        # Trim-cache keys of the messages sent (a superset is harmless: recalled blocks are
+        # never archived), and those sent that the cache has not read (repair copies).
+        kept_keys = state.keys
+        unread: list[dict[str, Any]] = []
+        trimmed = False
+        overflow = total > self.window - self.config.reserve_tokens
+        if total > self.safe_limit and (len(query.strip()) >= 3 or overflow):
+            if turn_at is not None:  # recalled blocks dropped: smart trim reads ``base``
+                state = cache.read(base, count)
+            result = trim_read(
+                base,
+                state,
+                query,
+                self.safe_limit,
+                cache=cache,
+                protected_recent=self.config.protected_recent_messages,
+                count_tokens=count,
+                force=overflow,
+            )
+            kept = result.kept
+            total = result.tokens_after
+            # Without a removal smart trim may have returned early, before its repair.
+            trimmed = result.did_trim
+            if result.did_trim:
+                self._counts["trims"] += 1
+                self._counts["trimmed_messages"] += len(result.trimmed)
+                at = np.asarray(result.trimmed_at, dtype=np.int64)
+                turns = turn_at[at] if turn_at is not None else at
+                self._archive.trimmed(base, state.facts, at, state.keys[at], turns)
+                kept_at = np.asarray(result.kept_at, dtype=np.int64)
+                kept_keys = state.keys[kept_at[kept_at >= 0]]
+                if len(kept_at) and kept_at.min() < 0:
+                    unread = [m for m, i in zip(kept, result.kept_at, strict=True) if i < 0]
+                # Ask with what the model will see: the same query next turn on this output,
+                # which keeps the hook idempotent even if an old user message was trimmed.
+                query = build_query(kept, infos)
+        block = None
+        if len(query.strip()) >= 3:
+            block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
+        out = _insert(kept, block, infos)
+        if block is not None:
+            total += count(block)
+        # After a trim its own repair ran, and the block goes before any call, so only an
+        # untrimmed input (the agent's own list, e.g. with nothing trimmable) can still hold
+        # a broken pair.
+        if not trimmed and pairing_violations(out, cache=infos):
+            self._counts["pairing_repairs"] += 1
+            out = repair_tool_pairing(out, cache=infos)
+            total = sum(count(m) for m in out)
+        if total > self.window:
+            self._counts["over_window"] += 1  # the protected messages alone do not fit
+        return out
+
+    def _recall(
+        self, query: str, kept: Sequence[dict[str, Any]], in_context: set[str]
+    ) -> dict[str, Any] | None:
+        """The recall message for this turn, or ``None`` when nothing relevant fits.
+
+        ``in_context`` names the archived segments whose message is being sent.
+        """
+        knowledge = (
+            knowledge_items(self._archive.knowledge, query, self.config.knowledge_search_limit)
+            if self._archive.has_knowledge()
+            else []
+        )
+        details = []
+        if self._archive.has_segments():
+            details = detail_items(
+                self._archive.raw,
+                query,
+                session_id=self.session_id,
+                cross_session=self.config.cross_session,
+                params=self._params,
+                limit=_DETAIL_CANDIDATES,
+                exclude_ids=in_context,
+            )
+        details += self._archive.pending_items(query, _DETAIL_CANDIDATES)
+        # The cap holds for the message as sent, so its framing comes off the text budget.
+        like = kept[-5:]  # the shape (Gemini parts or content) of the latest messages
+        framing = self._tokens.count_message(recall_message(_EMPTY_BLOCK, like))
+        block = build_recall_block(
+            knowledge,
+            details,
+            self.recall_cap - framing,
+            knowledge_share=self.config.knowledge_share,
+            count=self._tokens.count_text,
+        )
+        if block is None:
+            return None
+        self._counts["recalls"] += 1
+        self._counts["recall_tokens"] += block.tokens
+        return recall_message(block, like)
+
+
+def _check_messages(messages: object) -> None:
+    if not isinstance(messages, list):
+        raise TypeError(f"messages must be a list of message dicts, got {type(messages).__name__}")
+    if all(map(isinstance, messages, repeat(dict))):  # the usual case, in one C-level pass
+        return
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise TypeError(f"messages[{i}] must be a dict, got {type(m).__name__}")
+
+
+def _insert(
+    kept: list[dict[str, Any]], block: dict[str, Any] | None, infos: InfoCache
+) -> list[dict[str, Any]]:
+    """``kept`` with the block after the leading system messages and a compaction summary."""
+    if block is None:
+        return kept
+    at = 0
+    while at < len(kept) and infos.info(kept[at]).kind is RoleKind.SYSTEM:
+        at += 1
+    if at < len(kept) and is_compaction_summary(kept[at]):
+        at += 1
+    return [*kept[:at], block, *kept[at:]]

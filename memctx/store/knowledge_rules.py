@@ -1,0 +1,265 @@
+"""Knowledge facts and the rule-based (no-LLM) update decision.
+
+The rule-based :func:`decide_update` (the no-LLM path) compares a new fact with the most
+similar live facts of the same type. ``A`` and ``B`` are the two texts' *terms*: the shared
+tokenizer's words (CJK bigrams included) without identifier sub-tokens, which would otherwise
+dilute the overlap (``PostgreSQL`` is one term, not ``postgre`` + ``sql``).
+
+1. same normalised text (case, punctuation and spacing ignored) -> NONE;
+2. overlap ``|A & B| / min(|A|, |B|) >= 0.5`` with a shared non-numeric subject term,
+   and either a *polarity* change (a negation such as "not"/"never"/"without"/"未" in one text
+   only) or a *changed value* on both sides (each text has a value absent from the other) ->
+   SUPERSEDE. Values are words with a digit (ports, versions, IPs), paths and dotted names,
+   quoted strings, the right side of ``key=value`` / ``key: value``, and capitalised names
+   that do not open a sentence (``PostgreSQL``, ``Docker``, ``AWS``);
+3. Jaccard ``|A & B| / |A | B| >= 0.9`` -> NONE; ``A`` a strict subset of ``B`` and the new
+   text longer -> UPDATE (more detail); ``B`` a subset of ``A`` -> NONE (already known);
+4. otherwise ADD.
+
+Limits, by construction of a lexical rule: a replacement phrased with no shared words ("Use
+PostgreSQL instead of MySQL" then "Switched to SQLite for tests") is an ADD; a lower-case value
+outside ``key=value`` (``use postgres`` -> ``use sqlite``) or a capitalised name opening a
+sentence is not seen as a value, so only the subset/duplicate rules apply; word order is
+ignored (``A instead of B`` vs ``B instead of A`` is a duplicate); values written only in CJK
+characters are not detected. The LLM path replaces this rule where an LLM is available.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from memctx.text.keywords import STOPWORDS, is_cjk, tokenize
+
+__all__ = [
+    "Fact",
+    "FactType",
+    "NewFact",
+    "UpdateDecision",
+    "UpdateOp",
+    "decide_update",
+    "required_matches",
+]
+
+_CANDIDATES = 8  # live facts a new fact is compared with, most similar first
+
+UpdateOp = Literal["ADD", "UPDATE", "SUPERSEDE", "NONE"]
+
+
+class FactType(StrEnum):
+    DECISION = "decision"
+    IMPLEMENTATION = "implementation"
+    CONFIG = "config"
+    ISSUE = "issue"
+    TASK_STATE = "task_state"
+    ARCHITECTURE = "architecture"
+
+
+@dataclass(frozen=True)
+class NewFact:
+    """A fact proposed by extraction, before the store gives it an id.
+
+    Raises:
+        ValueError: ``type`` is not a :class:`FactType` value or ``content`` is blank.
+    """
+
+    type: FactType
+    content: str
+    context: str = ""
+    session_id: str | None = None
+    source: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", FactType(self.type))
+        if not self.content.strip():
+            raise ValueError("a fact needs non-blank content")
+
+
+@dataclass(frozen=True)
+class UpdateDecision:
+    """What to do with a :class:`NewFact`; ``target_id`` names the fact UPDATE/SUPERSEDE acts on
+    (for NONE, the fact that already says it, when known)."""
+
+    op: UpdateOp
+    fact: NewFact
+    target_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One stored fact (the latest version of its id)."""
+
+    id: str
+    type: FactType
+    content: str
+    context: str
+    timestamp: float
+    superseded_by: str | None = None
+    session_id: str | None = None
+    source: tuple[str, ...] = ()
+
+    @property
+    def live(self) -> bool:
+        """Whether no newer fact supersedes this one."""
+        return self.superseded_by is None
+
+    def to_record(self) -> dict[str, Any]:
+        """The ``knowledge.jsonl`` record (optional keys only when set)."""
+        rec: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type.value,
+            "content": self.content,
+            "context": self.context,
+            "timestamp": self.timestamp,
+        }
+        if self.superseded_by is not None:
+            rec["supersededBy"] = self.superseded_by
+        if self.session_id is not None:
+            rec["sessionId"] = self.session_id
+        if self.source:
+            rec["source"] = list(self.source)
+        return rec
+
+    @classmethod
+    def from_record(cls, rec: object) -> Fact:
+        """Parse a record; ``ValueError`` when a field is missing or has the wrong type."""
+        if not isinstance(rec, dict):
+            raise ValueError("record is not an object")
+        fid, content, ts = rec.get("id"), rec.get("content"), rec.get("timestamp")
+        context, sup, sid = rec.get("context", ""), rec.get("supersededBy"), rec.get("sessionId")
+        source = rec.get("source", [])
+        if not (
+            isinstance(fid, str)
+            and fid
+            and isinstance(content, str)
+            and isinstance(context, str)
+            and isinstance(ts, int | float)
+            and not isinstance(ts, bool)
+            and math.isfinite(ts)
+            and isinstance(sup, str | None)
+            and isinstance(sid, str | None)
+            and isinstance(source, list)
+            and all(isinstance(s, str) for s in source)
+        ):
+            raise ValueError("record has a missing or mistyped field")
+        kind = FactType(str(rec.get("type")))
+        return cls(fid, kind, content, context, float(ts), sup, sid, tuple(source))
+
+
+def required_matches(distinct_query_tokens: int) -> int:
+    """The seed's adaptive match threshold: how many distinct query tokens a fact must contain.
+
+    ``q <= 2``: all; ``q <= 8``: half, rounded up; ``q > 8``: ``min(ceil(0.3 q), 6)``, so a long
+    query still finds a fact that shares its few key words.
+    """
+    q = distinct_query_tokens
+    if q <= 2:
+        return q
+    if q <= 8:
+        return math.ceil(q / 2)
+    return min(math.ceil(0.3 * q), 6)
+
+
+# --- the rule-based update decision --------------------------------------------------------
+
+_NEGATIONS = frozenset({"not", "no", "never", "without", "cannot", "none", "nothing", "nor"})
+_CJK_NEGATIONS = ("不", "没", "未", "无")
+_WORD_RE = re.compile(r"[A-Za-z0-9_](?:[\w./\-]*[\w/])?")
+_QUOTED_RE = re.compile(r"([\"'`])([^\"'`\n]{1,80})\1")
+_KEY_VALUE_RE = re.compile(r"\b[A-Za-z_][\w.\-]*\s*[=:]\s*([^\s,;]+)")
+_SENTENCE_END = frozenset(".!?:;\n")
+_NORM_RE = re.compile(r"[\W_]+")
+_TERM_RE = re.compile(r"\w+(?:[./\-]\w+)*")
+
+
+def _terms(text: str) -> set[str]:
+    """Word-level terms (see the module docstring)."""
+    out: set[str] = set()
+    for word in _TERM_RE.findall(text):
+        if is_cjk(word):
+            out.update(tokenize(word))
+        elif word.lower() not in STOPWORDS:
+            out.add(word.lower())
+    return out
+
+
+def _normalised(text: str) -> str:
+    return _NORM_RE.sub(" ", text.lower()).strip()
+
+
+def _negated(text: str) -> bool:
+    words = re.findall(r"[a-z']+", text.lower())
+    return any(w in _NEGATIONS or w.endswith("n't") for w in words) or any(
+        c in text for c in _CJK_NEGATIONS
+    )
+
+
+def _values(text: str) -> set[str]:
+    """The value-like words of ``text`` (see the module docstring), lower-cased."""
+    out = {m.group(2).strip().lower() for m in _QUOTED_RE.finditer(text)}
+    out |= {m.group(1).strip(".,").lower() for m in _KEY_VALUE_RE.finditer(text)}
+    for m in _WORD_RE.finditer(text):
+        word = m.group()
+        before = text[: m.start()].rstrip()
+        opens_sentence = not before or before[-1] in _SENTENCE_END
+        if (
+            any(c.isdigit() for c in word)
+            or "/" in word
+            or "." in word
+            or any(c.isupper() for c in word[1:])
+            or (word[0].isupper() and not opens_sentence)
+        ):
+            out.add(word.lower())
+    return {v for v in out if v}
+
+
+def _relation(old: str, new: str) -> UpdateOp:
+    """How ``new`` relates to the existing fact ``old`` (ADD = unrelated)."""
+    if _normalised(old) == _normalised(new):
+        return "NONE"
+    a, b = _terms(old), _terms(new)
+    if not a or not b:
+        return "ADD"
+    shared = a & b
+    if len(shared) / min(len(a), len(b)) >= 0.5 and any(not t.isdigit() for t in shared):
+        if _negated(old) != _negated(new):
+            return "SUPERSEDE"
+        # A value counts as changed only when its tokens are absent from the other text, so
+        # "PostgreSQL" vs "postgresql" is not a change.
+        gone = [v for v in _values(old) if not _terms(v) <= b]
+        came = [v for v in _values(new) if not _terms(v) <= a]
+        if gone and came:
+            return "SUPERSEDE"
+    if len(shared) / len(a | b) >= 0.9:
+        return "NONE"
+    if a < b and len(new) > len(old):
+        return "UPDATE"
+    return "NONE" if b <= a else "ADD"
+
+
+def decide_update(new: NewFact, existing: list[Fact]) -> UpdateDecision:
+    """Rule-based ADD / UPDATE / SUPERSEDE / NONE for ``new`` against ``existing`` facts.
+
+    Only live facts of the same type count; the :data:`_CANDIDATES` most similar (term
+    Jaccard, then newest) are compared. A duplicate among them wins (NONE); otherwise the most
+    similar fact with an UPDATE or SUPERSEDE relation is the target; otherwise ADD.
+    """
+    b = _terms(new.content)
+
+    def jaccard(f: Fact) -> float:
+        a = _terms(f.content)
+        return len(a & b) / len(a | b) if a | b else 0.0
+
+    pool = [f for f in existing if f.live and f.type == new.type]
+    ranked = sorted(pool, key=lambda f: (-jaccard(f), -f.timestamp))[:_CANDIDATES]
+    relations = [(f, _relation(f.content, new.content)) for f in ranked]
+    for f, op in relations:
+        if op == "NONE":
+            return UpdateDecision("NONE", new, f.id)
+    for f, op in relations:
+        if op != "ADD":
+            return UpdateDecision(op, new, f.id)
+    return UpdateDecision("ADD", new)

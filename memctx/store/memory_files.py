@@ -1,0 +1,395 @@
+"""Memory files (seed 003): ``MEMORY.md`` and ``memory/*.md``, chunked, indexed and searched.
+
+Layout under a workspace directory: ``MEMORY.md`` (curated long-term memory), daily logs
+``memory/YYYY-MM-DD.md`` (append-only; a name may carry a suffix, ``2026-02-28-deploy.md``) and
+other ``memory/**/*.md`` topic files. Files are the source of truth; the index is in memory
+and rebuilt from them.
+
+- **Chunks.** Each file is cut on line boundaries into chunks of at most 400 estimated tokens
+  (``estimate_tokens``, so at most 1,200 characters), consecutive chunks sharing up to 80
+  tokens of whole lines, so a fact near a boundary is whole in one chunk. A single line longer
+  than a chunk is cut into pieces that all carry its line number. Chunks remember
+  ``(path, start_line, end_line, text)`` with 1-based inclusive lines, the numbering
+  :meth:`MemoryFiles.memory_get` reads.
+- **Index.** A :class:`~memctx.retrieval.bm25.BM25Index` and a :class:`~memctx.retrieval.vector_index.VectorIndex`
+  over the chunks. :meth:`MemoryFiles.sync` re-reads a file only when its ``(mtime_ns, size)``
+  changed or its mtime is within 2 s of when it was last hashed (the "racy" window of git's
+  index: a same-size edit inside one mtime tick would be missed otherwise), and re-chunks it only
+  when its sha256 changed. Vectors are kept per chunk text, so appending to a daily log embeds
+  only the chunks whose text changed. Files that vanished drop out of the index.
+- **Search.** ``vector_weight * max(cosine, 0) + text_weight * BM25 / max BM25 of the query``
+  (negative cosines carry no evidence and are floored at 0). With ``half_life_days`` a *daily
+  log* chunk is multiplied by ``0.5 ** (age_days / half_life_days)``, the age counted in whole
+  days from the date in its file name to ``clock()``'s local date (today = 100 %); evergreen
+  files (``MEMORY.md`` and undated ``memory/`` files) are never decayed.
+- **Paths.** :meth:`MemoryFiles.memory_get` and :meth:`MemoryFiles.append_daily` accept only
+  relative ``.md`` paths without ``..`` that resolve (symlinks followed) to
+  ``<workspace>/MEMORY.md`` or into ``<workspace>/memory/``; anything else is a
+  :class:`~memctx.errors.StoreError`. Indexing applies the same rule, so a symlink pointing
+  out of the workspace is never read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memctx.errors import StoreError
+from memctx.retrieval.bm25 import BM25Index
+from memctx.retrieval.vector_index import VectorIndex
+from memctx.text.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS, chunk_lines, split_lines
+from memctx.text.keywords import tokenize, tokenize_unique
+from memctx.text.redaction import Redactor
+
+if TYPE_CHECKING:
+    from memctx.retrieval.embeddings import Embedder
+
+__all__ = [
+    "CHUNK_OVERLAP_TOKENS",
+    "CHUNK_TOKENS",
+    "MemoryChunk",
+    "MemoryFiles",
+    "MemoryHit",
+    "chunk_lines",
+    "split_lines",
+]
+
+logger = logging.getLogger("memctx")
+
+_RACY_NS = 2_000_000_000
+_DAILY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[-_. ].*)?\.md")
+_MEMORY_MD = "MEMORY.md"
+_MEMORY_DIR = "memory"
+
+
+@dataclass(frozen=True)
+class MemoryChunk:
+    """A piece of a memory file: ``path`` relative to the workspace, 1-based inclusive lines."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """A search result: a chunk and its score (higher is better)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+
+@dataclass
+class _FileState:
+    mtime_ns: int
+    size: int
+    sha256: str
+    hashed_at_ns: int
+    keys: list[int] = field(default_factory=list)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class MemoryFiles:
+    """The memory files of one workspace, with hybrid search and guarded reads and appends.
+
+    Args:
+        workspace_dir: Directory holding ``MEMORY.md`` and ``memory/`` (need not exist yet).
+        embedder: Embeds chunks and queries (see :mod:`memctx.retrieval.embeddings`).
+        clock: Epoch seconds; sets "today" for decay and for :meth:`append_daily`.
+        redactor: Masks secrets in text written by :meth:`append_daily`.
+
+    Thread-safe.
+    """
+
+    def __init__(
+        self,
+        workspace_dir: str | os.PathLike[str],
+        *,
+        embedder: Embedder,
+        clock: Callable[[], float] = time.time,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self._root = Path(workspace_dir).resolve()
+        self._embedder = embedder
+        self._clock = clock
+        self._redactor = redactor if redactor is not None else Redactor()
+        self._lock = threading.RLock()
+        self._bm25 = BM25Index()
+        self._vectors = VectorIndex(embedder.dim)
+        self._files: dict[str, _FileState] = {}
+        self._chunks: dict[int, MemoryChunk] = {}
+        self._vec_by_text: dict[str, np.ndarray] = {}  # sha256(chunk text) -> vector
+        self._next_key = 0
+        self._refused: set[str] = set()
+        self._counts = {"syncs": 0, "files_reindexed": 0, "texts_embedded": 0}
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The (resolved) workspace directory."""
+        return self._root
+
+    # -- paths
+
+    def _resolve(self, path: str | os.PathLike[str]) -> Path:
+        """The real path of an allowed memory file; ``StoreError`` naming the rule otherwise."""
+        raw = os.fspath(path)
+
+        def refuse(why: str) -> StoreError:
+            return StoreError(
+                f"memory path {raw!r} refused: {why}; allowed: {_MEMORY_MD} or "
+                f"{_MEMORY_DIR}/<name>.md, relative to {self._root}"
+            )
+
+        rel = PurePosixPath(raw.replace("\\", "/"))
+        if not raw or "\x00" in raw:
+            raise refuse("empty or contains NUL")
+        if rel.is_absolute() or re.match(r"[A-Za-z]:", raw):
+            raise refuse("absolute paths are not allowed")
+        if ".." in rel.parts:
+            raise refuse("'..' is not allowed")
+        if rel.suffix.lower() != ".md":
+            raise refuse("only .md files")
+        real = (self._root / rel).resolve()
+        memory_dir = self._root / _MEMORY_DIR
+        inside = real == self._root / _MEMORY_MD or (
+            real.is_relative_to(memory_dir) and real != memory_dir
+        )
+        if not inside or real.suffix.lower() != ".md":
+            raise refuse(f"it resolves to {real}, outside the memory files (symlink?)")
+        return real
+
+    def _list_files(self) -> dict[str, Path]:
+        found: dict[str, Path] = {}
+        candidates = [self._root / _MEMORY_MD]
+        # os.walk does not follow directory symlinks: no loops, no trees outside the workspace.
+        for dirpath, dirnames, filenames in os.walk(self._root / _MEMORY_DIR):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            candidates += [Path(dirpath, f) for f in sorted(filenames) if f.endswith(".md")]
+        for cand in candidates:
+            rel = cand.relative_to(self._root).as_posix()
+            if cand.name.startswith(".") or not cand.is_file():
+                continue
+            try:
+                self._resolve(rel)
+            except StoreError as exc:
+                if rel not in self._refused:  # once per path, not on every search
+                    self._refused.add(rel)
+                    logger.warning("not indexing memory file: %s", exc)
+                continue
+            found[rel] = cand
+        return found
+
+    # -- indexing
+
+    def _drop(self, rel: str) -> None:
+        state = self._files.pop(rel, None)
+        for key in state.keys if state else ():
+            self._bm25.remove(key)
+            self._vectors.remove(key)
+            del self._chunks[key]
+
+    def sync(self) -> int:
+        """Bring the index up to date with the files; returns how many files were re-chunked."""
+        with self._lock:
+            self._counts["syncs"] += 1
+            current = self._list_files()
+            for rel in set(self._files) - set(current):
+                self._drop(rel)
+            pending: list[tuple[str, _FileState, list[MemoryChunk]]] = []
+            for rel, path in current.items():
+                changed = self._check(rel, path)
+                if changed is not None:
+                    pending.append(changed)
+            if not pending:
+                return 0
+            texts = {_sha(c.text.encode()): c.text for _, _, cs in pending for c in cs}
+            missing = [(d, t) for d, t in texts.items() if d not in self._vec_by_text]
+            if missing:
+                matrix = self._embedder.embed([t for _, t in missing])
+                self._counts["texts_embedded"] += len(missing)
+                self._vec_by_text.update((d, matrix[i]) for i, (d, _) in enumerate(missing))
+            for rel, state, chunks in pending:
+                self._drop(rel)
+                for chunk in chunks:
+                    key, self._next_key = self._next_key, self._next_key + 1
+                    self._bm25.add(key, tokenize(chunk.text))
+                    self._vectors.add(key, self._vec_by_text[_sha(chunk.text.encode())])
+                    self._chunks[key] = chunk
+                    state.keys.append(key)
+                self._files[rel] = state
+            self._counts["files_reindexed"] += len(pending)
+            live = {_sha(c.text.encode()) for c in self._chunks.values()}
+            self._vec_by_text = {d: v for d, v in self._vec_by_text.items() if d in live}
+            return len(pending)
+
+    def _check(self, rel: str, path: Path) -> tuple[str, _FileState, list[MemoryChunk]] | None:
+        """The new state and chunks of ``rel`` if its content changed, else None."""
+        old = self._files.get(rel)
+        try:
+            st = path.stat()
+            if (
+                old is not None
+                and (old.mtime_ns, old.size) == (st.st_mtime_ns, st.st_size)
+                and st.st_mtime_ns + _RACY_NS <= old.hashed_at_ns
+            ):
+                return None
+            hashed_at = time.time_ns()
+            data = path.read_bytes()
+        except OSError as exc:  # keep the last good index of a file we cannot read now
+            logger.warning("cannot read memory file %s: %s", path, exc)
+            return None
+        state = _FileState(st.st_mtime_ns, st.st_size, _sha(data), hashed_at)
+        if old is not None and old.sha256 == state.sha256:
+            old.mtime_ns, old.size, old.hashed_at_ns = state.mtime_ns, state.size, hashed_at
+            return None
+        lines = split_lines(data.decode("utf-8", errors="replace"))
+        chunks = [MemoryChunk(rel, s, e, t) for s, e, t in chunk_lines(lines) if t.strip()]
+        return rel, state, chunks
+
+    # -- search
+
+    def _decay(self, rel: str, half_life_days: float, today: dt.date) -> float:
+        parts = PurePosixPath(rel).parts
+        match = _DAILY_RE.fullmatch(parts[-1]) if len(parts) == 2 else None
+        if parts[0] != _MEMORY_DIR or match is None:
+            return 1.0  # evergreen: MEMORY.md and undated memory files
+        try:
+            day = dt.date.fromisoformat(match.group(1))
+        except ValueError:
+            return 1.0  # "2026-13-40.md" is a name, not a date
+        age = max(0, (today - day).days)
+        return float(0.5 ** (age / half_life_days))
+
+    def search(
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        vector_weight: float = 0.7,
+        text_weight: float = 0.3,
+        half_life_days: float | None = None,
+    ) -> list[MemoryHit]:
+        """Hybrid search over the memory files (syncs first); best first, scores > 0 only.
+
+        Raises:
+            ValueError: A weight is negative or ``half_life_days`` is not positive.
+        """
+        if vector_weight < 0 or text_weight < 0:
+            raise ValueError("search weights must be >= 0")
+        if half_life_days is not None and not half_life_days > 0:
+            raise ValueError(f"half_life_days must be > 0, got {half_life_days}")
+        self.sync()
+        if limit <= 0 or not query.strip():
+            return []
+        with self._lock:
+            if not self._chunks:
+                return []
+            keys, sims = self._vectors.similarities(self._embedder.embed([query])[0])
+            text = self._bm25.normalized_scores(tokenize_unique(query))
+            today = dt.date.fromtimestamp(self._clock())
+            hits: list[MemoryHit] = []
+            for key, sim in zip(keys.tolist(), sims.tolist(), strict=True):
+                chunk = self._chunks[key]
+                score = vector_weight * max(0.0, sim) + text_weight * text.get(key, 0.0)
+                if half_life_days is not None:
+                    score *= self._decay(chunk.path, half_life_days, today)
+                if score > 0:
+                    hits.append(
+                        MemoryHit(chunk.path, chunk.start_line, chunk.end_line, chunk.text, score)
+                    )
+        hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+        return hits[:limit]
+
+    # -- reading and writing files
+
+    def memory_get(
+        self, path: str | os.PathLike[str], from_line: int = 1, lines: int | None = None
+    ) -> str:
+        """Lines ``from_line`` .. ``from_line + lines - 1`` (1-based; all the rest when ``lines``
+        is None) of a memory file, joined with ``\\n``; ``""`` past the end or for a missing file.
+
+        Raises:
+            StoreError: The path is not an allowed memory file (see the module docstring) or
+                cannot be read.
+            ValueError: ``from_line < 1`` or ``lines < 0``.
+        """
+        real = self._resolve(path)
+        if from_line < 1 or (lines is not None and lines < 0):
+            raise ValueError(f"need from_line >= 1 and lines >= 0, got {from_line}, {lines}")
+        try:
+            text = real.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            raise StoreError(f"cannot read memory file {real}: {exc}") from exc
+        stop = None if lines is None else from_line - 1 + lines
+        return "\n".join(split_lines(text)[from_line - 1 : stop])
+
+    def append_daily(self, text: str, *, date: dt.date | str | None = None) -> Path:
+        """Append ``text`` (redacted, newline-terminated) to ``memory/YYYY-MM-DD.md``.
+
+        Args:
+            text: Notes to keep; must not be blank.
+            date: The log's day (a date or ``"YYYY-MM-DD"``); default: today by ``clock()``.
+
+        Returns:
+            The daily log's path.
+
+        Raises:
+            StoreError: The daily log is not writable or would resolve outside ``memory/``.
+            ValueError: ``text`` is blank or ``date`` is not a date.
+        """
+        if not text.strip():
+            raise ValueError("append_daily needs non-blank text")
+        if date is None:
+            day = dt.date.fromtimestamp(self._clock())
+        else:
+            day = dt.date.fromisoformat(date) if isinstance(date, str) else date
+        rel = f"{_MEMORY_DIR}/{day.isoformat()}.md"
+        body = self._redactor.redact(text).encode()
+        body += b"" if body.endswith(b"\n") else b"\n"
+        try:
+            (self._root / _MEMORY_DIR).mkdir(parents=True, exist_ok=True)
+            real = self._resolve(rel)  # after mkdir: a symlinked memory/ is seen and refused
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(real, flags, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    body = b"\n" + body  # a hand-edited log may lack its final newline
+                if os.write(fd, body) != len(body):  # one write: concurrent appends stay whole
+                    raise OSError("short write (disk full?)")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StoreError(f"cannot append to {self._root / rel}: {exc}") from exc
+        return self._root / rel
+
+    def chunks(self) -> list[MemoryChunk]:
+        """The indexed chunks (after :meth:`sync`), by path and line."""
+        self.sync()
+        with self._lock:
+            return sorted(self._chunks.values(), key=lambda c: (c.path, c.start_line, c.end_line))
+
+    def stats(self) -> dict[str, int]:
+        """Files and chunks indexed, syncs, files re-chunked, texts embedded."""
+        with self._lock:
+            return {"files": len(self._files), "chunks": len(self._chunks), **self._counts}

@@ -1,0 +1,91 @@
+"""``memory_search``: hybrid search over a raw store, in the shape of seed 002's tool.
+
+Results are ``[{"content", "score", "session_id", "turn"}]``, best first, ``limit`` capped at
+20 as the seed's tool caps it. With ``cross_session`` off (the default) a search sees only its
+own session's segments.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from memctx.retrieval.hybrid import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
+from memctx.store.raw.store import RawStore
+
+__all__ = ["MAX_LIMIT", "memory_search", "search_store"]
+
+MAX_LIMIT = 20
+
+
+def search_store(
+    store: RawStore,
+    query: str,
+    *,
+    limit: int = 5,
+    session_id: str | None = None,
+    cross_session: bool = False,
+    params: SearchParams = DEFAULT_PARAMS,
+    now: float | None = None,
+) -> list[ScoredKey]:
+    """Rank ``store``'s visible segments for ``query`` (see :func:`hybrid_search`)."""
+    allowed = store.visible_keys(session_id, cross_session=cross_session)
+    if allowed is not None and not allowed:
+        return []
+    # Decay needs a reference time only when it is switched on.
+    when = now if now is not None else (time.time() if params.decay < 1.0 else None)
+    with store.lock:
+        return hybrid_search(
+            query,
+            bm25=store.bm25,
+            vectors=store.vectors,
+            embedder=store.embedder,
+            episodes=store.episodes,
+            timestamp_of=lambda key: store.segment(key).timestamp,
+            now=when,
+            allowed=allowed,
+            params=params,
+            limit=limit,
+        )
+
+
+def memory_search(
+    store: RawStore,
+    query: str,
+    limit: int = 5,
+    *,
+    session_id: str | None = None,
+    cross_session: bool = False,
+    params: SearchParams = DEFAULT_PARAMS,
+) -> list[dict[str, Any]]:
+    """The ``memory_search`` tool: ``[{content, score, session_id, turn}]``, at most 20.
+
+    Args:
+        store: The raw store to search.
+        query: What to look for, in natural language or keywords.
+        limit: Results wanted; values above 20 are capped, values below 1 give ``[]``.
+        session_id: Whose segments are visible (default: the store's session).
+        cross_session: Search every session's segments.
+        params: Search weights (:class:`SearchParams`).
+    """
+    hits = search_store(
+        store,
+        query,
+        limit=min(max(int(limit), 0), MAX_LIMIT),
+        session_id=session_id,
+        cross_session=cross_session,
+        params=params,
+    )
+    out = []
+    with store.lock:
+        for hit in hits:
+            info = store.segment(hit.key)
+            out.append(
+                {
+                    "content": store.content(hit.key),
+                    "score": round(hit.score, 6),
+                    "session_id": info.session_id,
+                    "turn": info.turn,
+                }
+            )
+    return out

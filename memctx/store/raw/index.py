@@ -1,0 +1,210 @@
+"""The raw store's in-memory state: metadata, offsets, dedup, sessions, eviction, indexes.
+
+Per live segment: its :class:`~memctx.store.raw.io.SegmentInfo` (no content), where its line
+is in ``segments.jsonl``, its dedup digest, its BM25 document, its vector and its episode
+links. Contents stay on disk and are read back by offset, so memory grows with the number of
+segments and their vocabulary, not with the bytes of the file.
+
+Keys are ints (what :class:`~memctx.retrieval.bm25.BM25Index` and
+:class:`~memctx.retrieval.vector_index.VectorIndex` take), handed out in file order, never reused, and
+kept for a segment id across reloads so that keys a caller holds stay valid.
+
+Not thread-safe: :class:`~memctx.store.raw.store.RawStore` serialises access with its lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from memctx.retrieval.bm25 import BM25Index, TermCounts
+from memctx.retrieval.hybrid import EpisodeIndex
+from memctx.retrieval.vector_index import VectorIndex
+from memctx.store.raw.counts import TermCounter
+from memctx.store.raw.io import SegmentInfo
+
+__all__ = ["SegmentIndex", "age_cutoff"]
+
+
+class SegmentIndex:
+    """Live segments of a store and the indexes over them.
+
+    Args:
+        dim: Vector dimension.
+        capacity: Vector rows to preallocate (``max_segments`` plus slack: the rows cost no
+            memory until used, and a full store then never grows its matrix).
+        previous: The index this one replaces on a reload: its keys are reused by segment id.
+    """
+
+    def __init__(self, dim: int, capacity: int, previous: SegmentIndex | None = None) -> None:
+        self.info: dict[int, SegmentInfo] = {}
+        self.loc: dict[int, tuple[int, int]] = {}  # key -> (offset, length without newline)
+        self.bm25 = BM25Index()
+        self.vectors = VectorIndex(dim, capacity=capacity)
+        self.episodes = EpisodeIndex()
+        self.by_session: dict[str, set[int]] = {}
+        self.superseded = 0
+        self.evicted = 0
+        self._digest_of: dict[int, bytes] = {}
+        self._key_of_digest: dict[bytes, int] = {}
+        self._key_of_id: dict[str, int] = {} if previous is None else previous._key_of_id
+        self._next_key: int = 0 if previous is None else previous._next_key
+        self._heap: list[tuple[float, int]] = []  # (timestamp, key): the eviction order
+
+    def __len__(self) -> int:
+        return len(self.info)
+
+    def has_digest(self, digest: bytes) -> bool:
+        """Whether a live segment has this dedup digest."""
+        return digest in self._key_of_digest
+
+    def key_of(self, segment_id: str) -> int | None:
+        """The key of a live segment by id."""
+        key = self._key_of_id.get(segment_id)
+        return key if key in self.info else None
+
+    def ids(self, keys: Sequence[int]) -> list[str]:
+        """Segment ids of ``keys``."""
+        return [self.info[k].id for k in keys]
+
+    def add(self, info: SegmentInfo, loc: tuple[int, int], digest: bytes, tokens: list[str]) -> int:
+        """Index one segment (its vector is added by the caller, in batches); return its key.
+
+        A segment with the digest or id of a live one replaces it: dedup runs under the file
+        lock, so a repeat is only ever written after the first copy was evicted, and the later
+        line is the live one.
+        """
+        key = self._add_meta(info, loc, digest)
+        self.bm25.add(key, tokens)
+        return key
+
+    def add_many(
+        self,
+        records: Sequence[tuple[SegmentInfo, tuple[int, int], bytes, str | int]],
+        counts: TermCounts | None = None,
+        counter: TermCounter | None = None,
+    ) -> list[int]:
+        """:meth:`add` for each ``(info, loc, digest, doc)`` in turn, with BM25 in batches.
+
+        ``doc`` is the segment's content, whose terms ``counter`` counts (a new one if not
+        given), or its row in ``counts`` (saved term counts of the same content, see
+        :mod:`memctx.store.raw.terms`).
+        """
+        keys = []
+        text_of: dict[int, str] = {}
+        row_of: dict[int, int] = {}
+        counter = counter if counter is not None else TermCounter()
+        for info, loc, digest, doc in records:
+            key = self._add_meta(info, loc, digest)
+            keys.append(key)
+            # A key reused within the batch (same id again) keeps its later document; one
+            # superseded within the batch is not live any more and is left out. The two
+            # kinds are flushed in runs so that BM25 sees the documents in file order.
+            if isinstance(doc, int):
+                if text_of:
+                    self._flush_texts(text_of, counter)
+                row_of[key] = doc
+            else:
+                if row_of:
+                    self._flush_rows(row_of, counts)
+                text_of[key] = doc
+        self._flush_texts(text_of, counter)
+        self._flush_rows(row_of, counts)
+        return keys
+
+    def _flush_texts(self, text_of: dict[int, str], counter: TermCounter) -> None:
+        live = [k for k in text_of if k in self.info]
+        if live:
+            self.bm25.add_counts(live, counter.counts([text_of[k] for k in live]))
+        text_of.clear()
+
+    def _flush_rows(self, row_of: dict[int, int], counts: TermCounts | None) -> None:
+        live = [k for k in row_of if k in self.info]
+        if live:
+            assert counts is not None
+            self.bm25.add_counts(live, counts.take([row_of[k] for k in live]))
+        row_of.clear()
+
+    def digests(self, keys: Sequence[int]) -> list[bytes]:
+        """Dedup digests of live ``keys``."""
+        return [self._digest_of[k] for k in keys]
+
+    def _add_meta(self, info: SegmentInfo, loc: tuple[int, int], digest: bytes) -> int:
+        """Everything :meth:`add` does but BM25."""
+        for old in (self._key_of_digest.get(digest), self._key_of_id.get(info.id)):
+            if old is not None and old in self.info:
+                self.drop(old)
+                self.superseded += 1
+        key = self._key_of_id.get(info.id)
+        if key is None or key in self.info:
+            key = self._next_key
+            self._next_key += 1
+        self.info[key] = info
+        self.loc[key] = loc
+        self._digest_of[key] = digest
+        self._key_of_digest[digest] = key
+        self._key_of_id[info.id] = key
+        self.by_session.setdefault(info.session_id, set()).add(key)
+        heapq.heappush(self._heap, (info.timestamp, key))
+        self.episodes.add(key, info.session_id, info.timestamp)
+        return key
+
+    def drop(self, key: int, *, evicted: bool = False) -> None:
+        """Remove a live segment from every structure."""
+        info = self.info.pop(key)
+        del self.loc[key]
+        digest = self._digest_of.pop(key)
+        if self._key_of_digest.get(digest) == key:
+            del self._key_of_digest[digest]
+        keys = self.by_session[info.session_id]
+        keys.discard(key)
+        if not keys:
+            del self.by_session[info.session_id]
+        self.bm25.remove(key)
+        self.vectors.discard(key)
+        self.episodes.remove(key)
+        self.evicted += evicted
+
+    def evict(self, cutoff: float, max_segments: int) -> list[int]:
+        """Evict segments older than ``cutoff``, then the oldest beyond ``max_segments``.
+
+        Ties on the timestamp go by key (file order). Cheap when nothing is due: one look at
+        the top of a heap. Returns the evicted keys.
+        """
+        out = []
+        heap = self._heap
+        while heap:
+            stamp, key = heap[0]
+            info = self.info.get(key)
+            if info is None or info.timestamp != stamp:
+                heapq.heappop(heap)  # the entry of a key dropped meanwhile
+            elif stamp < cutoff or len(self.info) > max_segments:
+                heapq.heappop(heap)
+                self.drop(key, evicted=True)
+                out.append(key)
+            else:
+                break
+        return out
+
+    def relocate(self, new_loc: dict[int, tuple[int, int]]) -> None:
+        """Adopt the offsets of a compacted file (and drop stale heap entries)."""
+        self.loc = new_loc
+        self._heap = [(self.info[k].timestamp, k) for k in new_loc]
+        heapq.heapify(self._heap)
+
+    def snapshot_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Ids and vectors of every live segment, in index row order (for a rewrite).
+
+        The vectors are a read-only view, valid until the index changes: a rewrite writes
+        them out at once, and a 30 MB copy would only raise the peak memory.
+        """
+        keys = self.vectors.keys().tolist()
+        return self.ids(keys), self.vectors.vectors()
+
+
+def age_cutoff(now: float, max_age: float | None) -> float:
+    """The oldest timestamp kept at ``now`` (``-inf`` without an age limit)."""
+    return -math.inf if max_age is None else now - max_age

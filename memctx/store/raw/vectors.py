@@ -1,0 +1,273 @@
+"""The raw store's ``vectors.bin``: load and check, append, rewrite, and who wrote it.
+
+``vectors.bin`` (VMEM v1, :mod:`memctx.store.vmem`) is a cache of the segments' embeddings, ids =
+segment UUIDs: it only saves re-embedding on restart, so any doubt about it means "rebuild it
+from ``segments.jsonl``", never an error. Doubts are: a bad header, dimension, count or
+length (:func:`memctx.store.vmem.vmem_status`), segments without a vector (a writer killed between
+its two appends), or another embedder. VMEM has no room for the embedder, so
+``vectors.meta.json`` records ``{embedder, version, dim}``: hash and MiniLM vectors are both
+384-dim and would otherwise mix silently after a switch (or a transformer fallback).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import struct
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+import numpy as np
+
+from memctx.errors import StoreError, VmemError
+from memctx.store.raw.io import child_path, file_size, rewrite_file
+from memctx.store.vmem import (
+    VMEM_HEADER,
+    VMEM_MAGIC,
+    VMEM_VERSION,
+    append_vmem,
+    iter_vmem_raw,
+    vmem_entry_size,
+    vmem_status,
+    write_vmem,
+)
+
+__all__ = [
+    "VECTORS_FILE",
+    "VECTORS_META_FILE",
+    "VectorFile",
+    "VectorFileState",
+    "VectorSink",
+    "embedder_identity",
+]
+
+logger = logging.getLogger("memctx")
+
+VECTORS_FILE: Final = "vectors.bin"
+VECTORS_META_FILE: Final = "vectors.meta.json"
+
+
+def embedder_identity(embedder: Any) -> tuple[str, str, int]:
+    """``(name, version, dim)`` of an embedder, validated (what ``vectors.meta.json`` holds)."""
+    name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
+    version = getattr(embedder, "version", "")
+    if not isinstance(name, str) or not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+        raise StoreError(f"embedder {embedder!r} needs a str name and a positive int dim")
+    if not callable(getattr(embedder, "embed", None)):
+        raise StoreError(f"embedder {embedder!r} has no embed(texts) method")
+    return name, str(version), dim
+
+
+class VectorFileState(NamedTuple):
+    """What :meth:`VectorFile.load` found (the vectors themselves went to its ``sink``).
+
+    Attributes:
+        rows: For each requested id, the entry of the file its vector came from, or ``None``.
+        reason: Why vectors must be rebuilt; ``None`` when every id has a usable vector.
+        appendable: The file itself is healthy, so missing vectors can be appended to it.
+    """
+
+    rows: list[int | None]
+    reason: str | None
+    appendable: bool
+
+
+VectorSink = Callable[[list[int], np.ndarray], None]
+"""Receives ``(positions, matrix)``: the vectors of ``ids[p]`` for each ``p`` in positions."""
+
+
+class VectorFile:
+    """``vectors.bin`` and ``vectors.meta.json`` of one store directory, for one embedder.
+
+    Attributes:
+        path: ``vectors.bin``.
+        dirty: The file is known to be damaged or behind: the next write rewrites it whole.
+    """
+
+    def __init__(self, directory: Path, embedder: Any, *, durable: bool = False) -> None:
+        self.path = child_path(directory, VECTORS_FILE)
+        self.durable = durable  # fsync appends (see memctx.store.vmem.append_vmem)
+        self.meta_path = child_path(directory, VECTORS_META_FILE)
+        self.embedder = embedder
+        self.identity = embedder_identity(embedder)
+        self.dim = self.identity[2]
+        self.dirty = False
+        self._meta_ok = False  # vectors.meta.json is known to name this embedder
+
+    def reset(self) -> None:
+        """Forget what is known about the files (before a reload)."""
+        self.dirty = self._meta_ok = False
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts``, checking the embedder keeps its promise (shape, finite values)."""
+        matrix = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        if matrix.shape != (len(texts), self.dim) or not np.isfinite(matrix).all():
+            raise StoreError(
+                f"embedder {self.identity[0]!r} returned an array of shape {matrix.shape} (or "
+                f"non-finite values) for {len(texts)} texts; expected ({len(texts)}, {self.dim})"
+            )
+        return matrix
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        try:
+            obj = json.loads(self.meta_path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        return obj if isinstance(obj, dict) else None
+
+    def load(self, ids: list[str], sink: VectorSink) -> VectorFileState:
+        """Hand the vectors of the segment ``ids`` to ``sink``, chunk by chunk, and say
+        whether the file must be rebuilt.
+
+        Streaming keeps memory at one chunk plus what the sink keeps: reading the whole file
+        first would hold every vector twice (30 MB each at 20,000 x 384) until the sink had
+        copied them. A repeated id in the file reaches the sink again; the last one wins.
+        """
+        nothing: list[int | None] = [None] * len(ids)
+        meta = self._read_meta()
+        if meta is not None:
+            found = (meta.get("embedder"), meta.get("version"), meta.get("dim"))
+            if found != self.identity:
+                name, version, dim = self.identity
+                changed = (
+                    f"written by embedder {found[0]!r} ({found[1]}, dim {found[2]}), but this "
+                    f"store embeds with {name!r} ({version}, dim {dim})"
+                )
+                return VectorFileState(nothing, changed, False)
+        self._meta_ok = meta is not None
+        if not self.path.exists():
+            return VectorFileState(nothing, "the file is missing", False)
+        # Ids are matched as their 16-byte forms: no UUID object or string per entry.
+        want = dict(zip(_split16(_uuid_bytes(ids)), range(len(ids)), strict=True))
+        rows: list[int | None] = [None] * len(ids)
+        try:
+            entry = 0
+            for raw_ids, matrix in iter_vmem_raw(self.path, self.dim):
+                found_at: dict[int, int] = {}  # position -> row in this chunk (the last wins)
+                for n, pos in enumerate(map(want.get, _split16(raw_ids))):
+                    if pos is not None:
+                        found_at[pos] = n
+                        rows[pos] = entry + n
+                if found_at:
+                    picks = list(found_at.values())
+                    whole = picks == list(range(len(matrix)))  # usual: no 6 MB gather
+                    sink(list(found_at), matrix if whole else matrix[picks])
+                entry += len(matrix)
+        except VmemError as exc:
+            # An append cut short leaves whole entries before the damage (the count is
+            # written last): keep those, so a crash costs a few embeddings, not all of them.
+            salvaged = self._entries(None)
+            if not salvaged:
+                return VectorFileState(nothing, str(exc), False)
+            present = [pos for pos, seg in enumerate(ids) if seg in salvaged]
+            rows = [None] * len(ids)
+            for i in range(0, len(present), 4096):
+                part = present[i : i + 4096]
+                sink(part, np.stack([salvaged[ids[pos]] for pos in part]))
+            for n, pos in enumerate(present):
+                rows[pos] = n
+            kept = f"{exc}; kept the {len(present)} vectors of whole entries, re-embedding the rest"
+            return VectorFileState(rows, kept, False)
+        missing = sum(r is None for r in rows)
+        reason = f"{missing} of {len(ids)} segments have no vector in it" if missing else None
+        return VectorFileState(rows, reason, True)
+
+    def _entries(self, last: int | None) -> dict[str, np.ndarray]:
+        """Whole entries of a file with a valid header: all of them, or the ``last`` few.
+
+        Trusts neither the count nor the length alone: reads what both allow.
+        """
+        entry = vmem_entry_size(self.dim)
+        try:
+            with open(self.path, "rb") as handle:
+                magic, version, dim, count = VMEM_HEADER.unpack(handle.read(VMEM_HEADER.size))
+                whole = min(count, (os.fstat(handle.fileno()).st_size - VMEM_HEADER.size) // entry)
+                take = whole if last is None else min(whole, last)
+                handle.seek(VMEM_HEADER.size + (whole - take) * entry)
+                data = handle.read(take * entry)
+        except (OSError, struct.error):
+            return {}
+        if (magic, version, dim) != (VMEM_MAGIC, VMEM_VERSION, self.dim):
+            return {}
+        dtype = np.dtype([("id", "u1", (16,)), ("vec", "<f4", (self.dim,))])
+        records = np.frombuffer(data, dtype=dtype, count=len(data) // entry)
+        raw_ids = records["id"].tobytes()
+        vecs = np.array(records["vec"], dtype=np.float32)
+        return {
+            str(uuid.UUID(bytes=raw_ids[16 * n : 16 * n + 16])): vecs[n] for n in range(len(vecs))
+        }
+
+    def tail(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """Vectors of ``ids`` found among the last entries of a healthy file.
+
+        Another process appends its vectors right after its lines, so segments it just added
+        are found here instead of being embedded again. Missing ones are simply absent.
+        """
+        if not ids or vmem_status(self.path, self.dim) is not None:
+            return {}
+        wanted = set(ids)
+        return {k: v for k, v in self._entries(2 * len(ids) + 64).items() if k in wanted}
+
+    def _write_meta(self) -> None:
+        if not self._meta_ok:
+            name, version, dim = self.identity
+            record = {"format": "VMEM v1", "embedder": name, "version": version, "dim": dim}
+            rewrite_file(self.meta_path, [json.dumps(record, sort_keys=True).encode() + b"\n"])
+            self._meta_ok = True
+
+    def confirm(self) -> None:
+        """Record the embedder if the file predates ``vectors.meta.json`` (best effort)."""
+        with contextlib.suppress(OSError):
+            self._write_meta()
+
+    def append(
+        self,
+        ids: list[str],
+        matrix: np.ndarray,
+        everything: Callable[[], tuple[list[str], np.ndarray]],
+    ) -> None:
+        """Append vectors; if the file is damaged, rewrite it from ``everything()`` plus these.
+
+        Raises:
+            OSError: The write failed; a partial append has been cut off again.
+        """
+        if not self.dirty:
+            before = file_size(self.path)
+            try:
+                append_vmem(self.path, _uuid_bytes(ids), matrix, self.durable)
+                self._write_meta()
+                return
+            except VmemError as exc:  # damaged by someone else: rewrite from memory
+                logger.warning("%s; rewriting it from memory", exc)
+            except OSError:
+                if before is not None:  # entries go first, the count last: cut them off
+                    with contextlib.suppress(OSError):
+                        os.truncate(self.path, before)
+                    self.dirty = vmem_status(self.path, self.dim) is not None
+                raise
+        all_ids, all_matrix = everything()
+        self.rewrite(all_ids + ids, np.vstack([all_matrix, matrix]))
+
+    def rewrite(self, ids: list[str], matrix: np.ndarray) -> None:
+        """Write the whole file atomically (``write_vmem``), then the embedder record."""
+        write_vmem(self.path, _uuid_bytes(ids), matrix)
+        self.dirty = False
+        self._write_meta()
+
+
+def _split16(raw: bytes) -> list[bytes]:
+    """Concatenated 16-byte ids, one by one."""
+    return [raw[i : i + 16] for i in range(0, len(raw), 16)]
+
+
+def _uuid_bytes(ids: list[str]) -> bytes:
+    """16-byte forms of canonical UUID strings, in one C call for all of them (a rewrite
+    converts 20,000: ``uuid.UUID`` one by one takes ~50 ms of it)."""
+    raw = bytes.fromhex("".join(ids).replace("-", ""))
+    if len(raw) != 16 * len(ids):  # not all canonical: the slow, strict way
+        raw = b"".join(uuid.UUID(i).bytes for i in ids)
+    return raw
