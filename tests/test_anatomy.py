@@ -11,11 +11,11 @@ from memctx.messages.anatomy import (
     BlockKind,
     RoleKind,
     inspect_message,
-    is_recalled_block,
     message_text,
     role_kind,
     token_text,
 )
+from memctx.messages.markers import is_recalled_block
 from tests.strategies import malformed_messages
 
 

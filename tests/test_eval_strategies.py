@@ -18,15 +18,14 @@ from memctx.harness.strategies.base import (
     register_strategy,
 )
 from memctx.harness.strategies.memory_context import (
-    COMPACTION_PREFIX,
     MemoryContextStrategy,
     compaction_reserve,
     tail_start,
 )
 from memctx.messages.anatomy import InfoCache
+from memctx.messages.markers import COMPACTED_PREFIX, is_compaction_summary
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import TokenCounter, estimate_messages_tokens
-from memctx.trim.smart import is_compaction_summary
 
 
 def _setup(tmp_path: Path, window: int = 6_000, **overrides: Any) -> StrategySetup:
@@ -101,7 +100,7 @@ def test_compaction_replaces_the_old_part_with_one_summary(tmp_path: Path) -> No
     compacted = strategy.compact(transcript, tokens)
     assert compacted is not None
     assert compacted[0] is transcript[0] and is_compaction_summary(compacted[1])
-    assert compacted[1]["content"].startswith(COMPACTION_PREFIX)
+    assert compacted[1]["content"].startswith(COMPACTED_PREFIX)
     assert compacted[-1] is transcript[-1]
     assert estimate_messages_tokens(compacted) < setup.window - reserve
     assert not pairing_violations(compacted)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx.messages.anatomy import is_recalled_block
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.tokens import estimate_tokens
 from memctx.recall.block import (
     RecallItem,

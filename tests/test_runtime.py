@@ -11,7 +11,7 @@ import pytest
 
 from memctx import MemoryContextConfig
 from memctx.errors import StoreError
-from memctx.messages.anatomy import is_recalled_block
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
 from memctx.retrieval.embeddings import HashEmbedder

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctx import MemoryContextConfig
-from memctx.messages.anatomy import is_recalled_block
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
 from memctx.runtime.engine import MemoryContext

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from memctx.messages.anatomy import inspect_message
+from memctx.messages.markers import is_compaction_summary
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
 from memctx.trim.smart import (
     TrimCache,
     TrimCounts,
-    is_compaction_summary,
     protected_mask,
     smart_trim,
     tool_units,

@@ -11,17 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx.messages.anatomy import RoleKind, inspect_message, is_recalled_block, role_kind
+from memctx.messages.anatomy import RoleKind, inspect_message, role_kind
+from memctx.messages.markers import is_compaction_summary, is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
-from memctx.trim.smart import (
-    MIN_QUERY_CHARS,
-    TrimCache,
-    TrimResult,
-    is_compaction_summary,
-    protected_mask,
-    smart_trim,
-)
+from memctx.trim.smart import MIN_QUERY_CHARS, TrimCache, TrimResult, protected_mask, smart_trim
 from tests.strategies import FORMATS, TrimCase, fuzzed_conversations, trim_cases, trim_queries
 
 # Generating conversations dominates the run time: 150 per format keeps the file well under

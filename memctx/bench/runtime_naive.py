@@ -14,11 +14,13 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
-from memctx.messages.anatomy import InfoCache, is_recalled_block, token_text
+from memctx.messages.anatomy import InfoCache, token_text
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import repair_tool_pairing
 from memctx.messages.tokens import estimate_message_tokens
+from memctx.recall.block import insert_recall
 from memctx.recall.query import build_query
-from memctx.runtime.engine import MemoryContext, _insert
+from memctx.runtime.engine import MemoryContext
 from memctx.text.keywords import tokenize
 from memctx.trim.smart import TrimCache, protected_mask
 
@@ -55,4 +57,4 @@ class NaiveSeedHook:
                 total -= costs[candidates[j]]
             kept = repair_tool_pairing([m for i, m in enumerate(base) if i not in removed])
         block = engine._recall(query, kept, set()) if len(query.strip()) >= 3 else None
-        return _insert(kept, block, infos)
+        return insert_recall(kept, block, infos)

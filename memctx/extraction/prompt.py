@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memctx.llm.client import task_marker
-from memctx.messages.anatomy import BlockKind, RoleKind, inspect_message, is_recalled_block
+from memctx.messages.anatomy import BlockKind, RoleKind, inspect_message
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.tokens import estimate_tokens
 from memctx.store.knowledge_rules import Fact, FactType, UpdateOp
 

@@ -30,9 +30,9 @@ from memctx.messages.anatomy import (
     MessageInfo,
     RoleKind,
     inspect_message,
-    is_recalled_block,
     token_text,
 )
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import TokenCounter
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import RoleKind, inspect_message, is_recalled_block
+from memctx.messages.anatomy import RoleKind, inspect_message
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import TokenCounter
 from memctx.runtime.engine import MemoryContext

@@ -43,6 +43,7 @@ __all__ = [
     "LLMUsage",
     "TaskUsage",
     "is_offline_model",
+    "register_local_provider",
     "price_completion",
     "task_marker",
     "task_of",
@@ -110,6 +111,22 @@ def task_of(messages: Sequence[Any]) -> str | None:
 def is_offline_model(model: str) -> bool:
     """True for memctx's own offline models (provider prefix ``memctx/``)."""
     return model.split("/", 1)[0] == _OFFLINE_PROVIDER
+
+
+# How memctx's own models reach litellm. The offline model lives in a higher layer
+# (:mod:`memctx.offline`, which needs the extraction prompts); it registers its installer
+# here when imported, so this client never imports upwards. ``import memctx`` imports it.
+_LOCAL_INSTALLERS: dict[str, Callable[[], object]] = {}
+
+
+def register_local_provider(provider: str, install: Callable[[], object]) -> None:
+    """Register ``install``, called before every request to a ``provider/…`` model.
+
+    ``install`` must be idempotent and cheap: it makes the model callable through
+    ``litellm.completion`` (e.g. by adding a custom provider), and is called again before
+    each request so that a caller who reset litellm's provider list is not left broken.
+    """
+    _LOCAL_INSTALLERS[provider] = install
 
 
 class LLMError(MemctxError):
@@ -328,9 +345,15 @@ class LLMClient:
     def _call(self, kwargs: dict[str, Any], task: str) -> Any:
         completion = self._completion
         if self.is_offline:
-            from memctx.offline.model import register_offline_model
-
-            register_offline_model()
+            install = _LOCAL_INSTALLERS.get(_OFFLINE_PROVIDER)
+            if install is None:
+                raise LLMError(
+                    f"{self.model!r} is served by memctx.offline, which is not imported: "
+                    "import memctx (or memctx.offline) before calling it",
+                    model=self.model,
+                    task=task,
+                )
+            install()
         if completion is None:
             completion = _litellm_completion()
         # A deterministic model gives the same failure again: no point retrying it.

@@ -27,7 +27,6 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
-    "RECALLED_CONTEXT_TAG",
     "BlockKind",
     "BlockRef",
     "InfoCache",
@@ -35,7 +34,6 @@ __all__ = [
     "RoleKind",
     "blocks_token_text",
     "inspect_message",
-    "is_recalled_block",
     "iter_blocks",
     "message_fingerprint",
     "message_text",
@@ -43,7 +41,6 @@ __all__ = [
     "token_text",
 ]
 
-RECALLED_CONTEXT_TAG = "<recalled-context"
 
 
 class RoleKind(StrEnum):
@@ -468,12 +465,6 @@ def blocks_token_text(blocks: Iterable[BlockRef]) -> str:
             pieces.append(b.text)
     return "\n".join(pieces)
 
-
-def is_recalled_block(message: object) -> bool:
-    """True for a ``<recalled-context>`` message that memctx injected itself."""
-    if role_kind(message) is not RoleKind.USER:
-        return False
-    return message_text(message).lstrip().startswith(RECALLED_CONTEXT_TAG)
 
 
 def _looks_error(response: Any) -> bool:

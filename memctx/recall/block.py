@@ -32,7 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memctx.messages.anatomy import RECALLED_CONTEXT_TAG
+from memctx.messages.anatomy import InfoCache, RoleKind
+from memctx.messages.markers import RECALLED_CONTEXT_TAG, is_compaction_summary
 from memctx.messages.tokens import estimate_tokens
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "RecallItem",
     "build_recall_block",
     "detail_label",
+    "insert_recall",
     "message_source",
     "recall_message",
 ]
@@ -234,3 +236,18 @@ def recall_message(block: RecallBlock, like: Sequence[Any] = ()) -> dict[str, An
     if gemini:
         return {"role": "user", "parts": [{"text": block.text}]}
     return {"role": "user", "content": block.text}
+
+
+def insert_recall(
+    messages: list[dict[str, Any]], block: dict[str, Any] | None, infos: InfoCache
+) -> list[dict[str, Any]]:
+    """``messages`` with the recall ``block`` after the leading system messages and a
+    compaction summary (seed 000's place for it); ``messages`` itself when there is none."""
+    if block is None:
+        return messages
+    at = 0
+    while at < len(messages) and infos.info(messages[at]).kind is RoleKind.SYSTEM:
+        at += 1
+    if at < len(messages) and is_compaction_summary(messages[at]):
+        at += 1
+    return [*messages[:at], block, *messages[at:]]

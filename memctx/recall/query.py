@@ -16,14 +16,14 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Final
 
-from memctx.messages.anatomy import BlockKind, InfoCache, MessageInfo, RoleKind, is_recalled_block
+from memctx.messages.anatomy import BlockKind, InfoCache, MessageInfo, RoleKind
+from memctx.messages.markers import is_compaction_summary, is_recalled_block
 from memctx.recall.block import RecallItem, detail_label, message_source
 from memctx.retrieval.hybrid import SearchParams
 from memctx.store.knowledge import KnowledgeStore
 from memctx.store.memory_search import search_store
 from memctx.store.raw.store import RawStore
 from memctx.text.keywords import tokenize_unique
-from memctx.trim.smart import is_compaction_summary
 
 __all__ = ["build_query", "detail_items", "knowledge_items"]
 

@@ -37,11 +37,8 @@ from typing import Any
 import numpy as np
 
 from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import (
-    InfoCache,
-    is_recalled_block,
-    message_fingerprint,
-)
+from memctx.messages.anatomy import InfoCache, message_fingerprint
+from memctx.messages.markers import is_recalled_block
 from memctx.recall.block import RecallItem, detail_label, message_source
 from memctx.retrieval.bm25 import BM25Index
 from memctx.retrieval.embeddings import Embedder, make_embedder

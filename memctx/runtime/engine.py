@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 
 from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import InfoCache, RoleKind
+from memctx.messages.anatomy import InfoCache
 from memctx.messages.pairing import pairing_violations, repair_tool_pairing
 from memctx.messages.tokens import TokenCounter
-from memctx.recall.block import RecallBlock, build_recall_block, recall_message
+from memctx.recall.block import RecallBlock, build_recall_block, insert_recall, recall_message
 from memctx.recall.query import build_query, detail_items, knowledge_items
 from memctx.retrieval.embeddings import Embedder
 from memctx.retrieval.hybrid import SearchParams
@@ -51,7 +51,7 @@ from memctx.runtime.archive import Archive
 from memctx.runtime.stats import HookTimer
 from memctx.runtime.worker import BackgroundWorker
 from memctx.trim.cache import IntArray
-from memctx.trim.smart import TrimCache, is_compaction_summary, trim_read
+from memctx.trim.smart import TrimCache, trim_read
 from memctx.trim.state import ReadInfos
 
 __all__ = ["MemoryContext"]
@@ -316,7 +316,7 @@ class MemoryContext:
         block = None
         if len(query.strip()) >= 3:
             block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
-        out = _insert(kept, block, infos)
+        out = insert_recall(kept, block, infos)
         if block is not None:
             total += count(block)
         # After a trim its own repair ran, and the block goes before any call, so only an
@@ -380,16 +380,3 @@ def _check_messages(messages: object) -> None:
         if not isinstance(m, dict):
             raise TypeError(f"messages[{i}] must be a dict, got {type(m).__name__}")
 
-
-def _insert(
-    kept: list[dict[str, Any]], block: dict[str, Any] | None, infos: InfoCache
-) -> list[dict[str, Any]]:
-    """``kept`` with the block after the leading system messages and a compaction summary."""
-    if block is None:
-        return kept
-    at = 0
-    while at < len(kept) and infos.info(kept[at]).kind is RoleKind.SYSTEM:
-        at += 1
-    if at < len(kept) and is_compaction_summary(kept[at]):
-        at += 1
-    return [*kept[:at], block, *kept[at:]]

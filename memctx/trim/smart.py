@@ -33,12 +33,13 @@ makes (shallow) copies, of the messages it has to edit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from memctx.messages.anatomy import MessageInfo, RoleKind, inspect_message
+from memctx.messages.anatomy import MessageInfo, RoleKind
+from memctx.messages.markers import is_compaction_summary
 from memctx.messages.tokens import estimate_message_tokens
 from memctx.trim.cache import (
     BoolArray,
@@ -51,14 +52,12 @@ from memctx.trim.cache import (
 from memctx.trim.result import TrimCounts, TrimResult, finish_trim
 
 __all__ = [
-    "COMPACTION_SUMMARY_PREFIXES",
     "DEFAULT_PROTECTED_RECENT",
     "MIN_QUERY_CHARS",
     "RELEVANT_SHARE",
     "TrimCache",
     "TrimCounts",
     "TrimResult",
-    "is_compaction_summary",
     "protected_mask",
     "smart_trim",
     "tool_units",
@@ -73,34 +72,7 @@ RELEVANT_SHARE = 0.5
 # the list, which puts the summary at 0.
 _SUMMARY_WINDOW = 3
 
-COMPACTION_SUMMARY_PREFIXES = (
-    "[Context compacted]",  # memctx's turn-based compaction (seed 002)
-    "This session is being continued from a previous conversation",  # Claude Code /compact
-    # Pi / OpenClaw, after their compactionSummary message is converted for the model.
-    "The conversation history before this point was compacted",
-)
-_SUMMARY_ROLES = frozenset({"compactionSummary"})  # Pi's own message before conversion
 
-
-def is_compaction_summary(message: object, info: MessageInfo | None = None) -> bool:
-    """Whether ``message`` is the summary a compaction left in place of the history.
-
-    Recognised: a text starting with one of :data:`COMPACTION_SUMMARY_PREFIXES` in any
-    message that is not a tool result, Pi's ``role: "compactionSummary"``, and Claude Code's
-    ``isCompactSummary: true`` flag when a caller keeps it on the message.
-
-    Args:
-        message: A message dict in any supported format (anything else is not a summary).
-        info: Its reading, if the caller already has one.
-    """
-    if not isinstance(message, Mapping):
-        return False
-    if message.get("role") in _SUMMARY_ROLES or message.get("isCompactSummary") is True:
-        return True
-    info = info if info is not None else inspect_message(message)
-    if info.kind in (RoleKind.TOOL, RoleKind.UNKNOWN):
-        return False
-    return info.text.lstrip().startswith(COMPACTION_SUMMARY_PREFIXES)
 
 
 def tool_units(infos: Sequence[MessageInfo]) -> list[list[int]]:

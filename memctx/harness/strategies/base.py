@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import InfoCache, RoleKind, is_recalled_block
+from memctx.messages.anatomy import InfoCache, RoleKind
+from memctx.messages.markers import is_recalled_block
 from memctx.messages.tokens import TokenCounter
 
 __all__ = [

@@ -33,14 +33,13 @@ from memctx.harness.strategies.base import (
     leading_blocks,
 )
 from memctx.llm.client import LLMClient, task_marker
-from memctx.messages.anatomy import RoleKind, is_recalled_block, token_text
+from memctx.messages.anatomy import RoleKind, token_text
+from memctx.messages.markers import COMPACTED_PREFIX, is_compaction_summary, is_recalled_block
 from memctx.messages.pairing import repair_tool_pairing
 from memctx.retrieval.embeddings import Embedder, make_embedder
 from memctx.runtime.engine import MemoryContext
-from memctx.trim.smart import is_compaction_summary
 
 __all__ = [
-    "COMPACTION_PREFIX",
     "TAIL_SHARE",
     "MemoryContextStrategy",
     "compaction_reserve",
@@ -48,7 +47,6 @@ __all__ = [
     "tail_start",
 ]
 
-COMPACTION_PREFIX = "[Context compacted]"
 # After a compaction the newest messages up to this share of the window stay verbatim.
 TAIL_SHARE = 0.25
 _WAIT_S = 600.0  # background work of one hook never takes this long; a hang fails loudly
@@ -156,7 +154,7 @@ class MemoryContextStrategy(BaseStrategy):
         if fresh:
             engine.on_before_compact(fresh)
             engine.wait_idle(_WAIT_S)
-        summary = {"role": "user", "content": f"{COMPACTION_PREFIX} {self._summarize(old)}"}
+        summary = {"role": "user", "content": f"{COMPACTED_PREFIX} {self._summarize(old)}"}
         return repair_tool_pairing([*transcript[:head], summary, *transcript[cut:]], cache=infos)
 
     def _summarize(self, old: Messages) -> str:
@@ -166,7 +164,7 @@ class MemoryContextStrategy(BaseStrategy):
             kind = self.setup.infos.info(message).kind
             text = token_text(message).strip()
             if is_compaction_summary(message):
-                lines.append(f"previous summary: {text.removeprefix(COMPACTION_PREFIX).strip()}")
+                lines.append(f"previous summary: {text.removeprefix(COMPACTED_PREFIX).strip()}")
             elif text:
                 lines.append(f"{kind.value}: {text}")
         budget = min(self.config.compaction.max_summary_tokens, self.setup.window // 16)
