@@ -4,16 +4,25 @@ The public names below are the contract outside code relies on (see docs/ARCHITE
 Everything else lives in private modules and may change.
 """
 
-from memctx.config.files import load_config
-from memctx.config.model import MemoryContextConfig
+from memctx.config import MemoryContextConfig, load_config
 from memctx.errors import ConfigError, MemctxError, TranscriptError
-from memctx.messages.anatomy import BlockKind, MessageInfo, RoleKind, inspect_message, message_text
-from memctx.messages.pairing import PairingViolation, pairing_violations, repair_tool_pairing
-from memctx.messages.tokens import TokenCounter, estimate_message_tokens, estimate_tokens
-from memctx.runtime.engine import MemoryContext
-from memctx.text.redaction import redact
-from memctx.transcripts.load import Transcript, load_transcript, load_transcripts
-from memctx.trim.smart import TrimResult, smart_trim
+from memctx.messages import (
+    BlockKind,
+    MessageInfo,
+    PairingViolation,
+    RoleKind,
+    TokenCounter,
+    estimate_message_tokens,
+    estimate_tokens,
+    inspect_message,
+    message_text,
+    pairing_violations,
+    repair_tool_pairing,
+)
+from memctx.runtime import MemoryContext
+from memctx.text import redact
+from memctx.transcripts import Transcript, load_transcript, load_transcripts
+from memctx.trim import TrimResult, smart_trim
 
 __all__ = [
     "BlockKind",

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi, BM25Plus
 
 from memctx.retrieval.bm25 import BM25Index, lucene_idf, term_score
-from memctx.retrieval.bm25_parts import DenseKeys, Vocabulary, stable_order
+from memctx.retrieval.bm25_parts import Vocabulary, stable_order
+from memctx.retrieval.keys import DenseKeys
 from memctx.text.keywords import tokenize
 
 K1, B = 1.2, 0.75

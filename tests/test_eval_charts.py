@@ -82,7 +82,8 @@ def test_charts_without_data_are_left_out(tmp_path: Path) -> None:
 
 def test_importing_the_harness_modules_does_not_import_matplotlib() -> None:
     code = (
-        "import sys, memctx, memctx.harness.report.report, memctx.harness.report.charts, memctx.harness.gate, "
+        "import sys, memctx, memctx.harness.report.report, memctx.harness.report.charts, "
+        "memctx.harness.gate, "
         "memctx.harness.pytest_plugin; print('matplotlib' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from helpers.eval_sessions import PLANT, QUESTION, session
 
+from memctx.compaction import compaction_reserve, tail_start
 from memctx.config.model import MemoryContextConfig
 from memctx.harness.strategies.base import (
     STRATEGIES,
@@ -19,8 +20,6 @@ from memctx.harness.strategies.base import (
 )
 from memctx.harness.strategies.memory_context import (
     MemoryContextStrategy,
-    compaction_reserve,
-    tail_start,
 )
 from memctx.messages.anatomy import InfoCache
 from memctx.messages.markers import COMPACTED_PREFIX, is_compaction_summary
@@ -83,7 +82,7 @@ def test_tail_never_starts_at_a_tool_result(tmp_path: Path, fmt: str) -> None:
     setup = _setup(tmp_path)
     transcript = session("s", 12, fmt=fmt, tool_words=50)
     for budget in range(0, 2_000, 37):
-        start = tail_start(transcript, 1, budget, setup)
+        start = tail_start(transcript, 1, budget, setup.counter.count_message, setup.infos)
         assert 2 <= start <= len(transcript)
         assert not pairing_violations(transcript[:1] + transcript[start:])
 

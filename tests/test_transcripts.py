@@ -1,4 +1,4 @@
-"""Tests for memctx.transcripts.load: real transcripts from ../shared/datasets and synthetic files."""
+"""Tests for memctx.transcripts: real transcripts from ../shared/datasets and synthetic files."""
 
 from __future__ import annotations
 

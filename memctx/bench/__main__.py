@@ -1,6 +1,6 @@
 """``python -m memctx.bench``: the benchmarks behind ``make bench``."""
 
-from memctx.bench.foundations import main
+from .foundations import main
 
 if __name__ == "__main__":
     main()

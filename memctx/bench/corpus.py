@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memctx.text.keywords import STOPWORDS
+from memctx.text import STOPWORDS
 
 __all__ = ["T_END", "make_corpus", "make_queries"]
 

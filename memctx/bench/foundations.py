@@ -78,10 +78,8 @@ def _time(fn: Callable[[], object], repeat: int = 7) -> float:
 
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from memctx.messages.anatomy import InfoCache
-    from memctx.messages.pairing import pairing_violations, repair_tool_pairing
-    from memctx.messages.tokens import TokenCounter
-    from memctx.text.redaction import Redactor
+    from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_tool_pairing
+    from memctx.text import Redactor
 
     messages = _conversation(1000)
     print(f"conversation: {len(messages)} messages, {len(json.dumps(messages)) / 1e6:.1f} MB")
@@ -122,14 +120,14 @@ def main() -> None:
     print(f"redaction: {size / seconds / 1e6:.1f} MB/s over {size / 1e6:.1f} MB")
 
     try:
-        from memctx.bench.store import run_store_bench
+        from .store import run_store_bench
     except ImportError:
         print("\nraw store benchmark: not available in this version")
     else:
         print("\n== raw store, 20,000 segments ==")
         run_store_bench()
 
-    from memctx.bench.runtime import run_runtime_bench
+    from .runtime import run_runtime_bench
 
     print("\n== context hook, 2,000 messages, 20,000 archived segments ==")
     run_runtime_bench()
@@ -138,7 +136,7 @@ def main() -> None:
     if not locomo.exists():
         print(f"\nLoCoMo: {locomo} not found; set MEMCTX_DATASETS to the datasets folder")
         return
-    from memctx.bench.locomo.methods import run_locomo
+    from .locomo.methods import run_locomo
 
     print("\n== LoCoMo evidence recall (categories 1-4) ==")
     run_locomo(locomo, cache_dir=Path(".cache") / "memctx")

@@ -25,11 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memctx.bench.corpus import T_END, make_corpus
-from memctx.bench.runtime_naive import NaiveSeedHook
-from memctx.config.model import MemoryContextConfig
-from memctx.runtime.engine import MemoryContext
-from memctx.store.raw.store import RawStore
+from memctx.config import MemoryContextConfig
+from memctx.runtime import MemoryContext
+from memctx.store import RawStore
+
+from .corpus import T_END, make_corpus
+from .runtime_naive import NaiveSeedHook
 
 __all__ = ["make_session", "run_runtime_bench"]
 
@@ -79,7 +80,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def _fill_store(directory: Path, n: int, seed: int) -> None:
     """``n`` archived segments of 50 earlier sessions, ending now (age eviction keeps them)."""
-    from memctx.retrieval.embeddings import HashEmbedder
+    from memctx.retrieval import HashEmbedder
 
     items = make_corpus(n, seed=seed)
     shift = time.time() - T_END

@@ -14,15 +14,17 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
-from memctx.messages.anatomy import InfoCache, token_text
-from memctx.messages.markers import is_recalled_block
-from memctx.messages.pairing import repair_tool_pairing
-from memctx.messages.tokens import estimate_message_tokens
-from memctx.recall.block import insert_recall
-from memctx.recall.query import build_query
-from memctx.runtime.engine import MemoryContext
-from memctx.text.keywords import tokenize
-from memctx.trim.smart import TrimCache, protected_mask
+from memctx.messages import (
+    InfoCache,
+    estimate_message_tokens,
+    is_recalled_block,
+    repair_tool_pairing,
+    token_text,
+)
+from memctx.recall import build_query, insert_recall
+from memctx.runtime import MemoryContext
+from memctx.text import tokenize
+from memctx.trim import TrimCache, protected_mask
 
 __all__ = ["NaiveSeedHook"]
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from memctx.bench.corpus import T_END, make_corpus, make_queries
+from .corpus import T_END, make_corpus, make_queries
 
 __all__ = ["run_store_bench"]
 
@@ -49,7 +49,7 @@ class _CountingEmbedder:
     """Hash embeddings that count the texts embedded (a healthy reopen embeds none)."""
 
     def __init__(self, dim: int = 384) -> None:
-        from memctx.retrieval.embeddings import HashEmbedder
+        from memctx.retrieval import HashEmbedder
 
         self.inner = HashEmbedder(dim)
         self.name, self.dim, self.version = self.inner.name, dim, self.inner.version
@@ -199,7 +199,7 @@ def _add_until_compaction(store: Any, items: Sequence[dict[str, Any]]) -> list[f
 
 
 def _embedding_figures(out: dict[str, Any], texts: list[str]) -> None:
-    from memctx.retrieval.embeddings import (
+    from memctx.retrieval import (
         CachedEmbedder,
         EmbeddingUnavailable,
         HashEmbedder,
@@ -249,9 +249,8 @@ def run_store_bench(n: int = 20_000, seed: int = 0) -> dict[str, Any]:
     Prints one line per figure and returns them (in the printed units), with ``*_pass``
     booleans for the figures with a target and the ``*_speedup`` ratios.
     """
-    from memctx.store.memory_search import search_store
-    from memctx.store.raw.store import RawStore
-    from memctx.text.keywords import tokenize
+    from memctx.store import RawStore, search_store
+    from memctx.text import tokenize
 
     out: dict[str, Any] = {"n": n, "seed": seed}
     # Single adds run until the first compaction they trigger (2,001 at n = 20,000: dead

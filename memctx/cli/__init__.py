@@ -1,5 +1,5 @@
 """The ``memctx`` command line."""
 
-from memctx.cli.main import main
+from .main import main
 
 __all__ = ["main"]

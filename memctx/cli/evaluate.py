@@ -19,7 +19,7 @@ __all__ = ["add_eval_arguments", "eval_command", "options_from_args"]
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``memctx eval`` (every one documented in ``--help``)."""
-    from memctx.harness.run import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES
+    from memctx.harness import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES
 
     parser.add_argument(
         "--suite", action="append", help="suite to run (repeatable; default: every suite)"
@@ -105,7 +105,7 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from memctx.config.model import MemoryContextConfig
+    from memctx.config import MemoryContextConfig
 
     overrides: dict[str, Any] = {}
     if args.config:
@@ -130,7 +130,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def options_from_args(args: argparse.Namespace) -> Any:
     """Build :class:`memctx.harness.run.EvalOptions` from parsed arguments."""
-    from memctx.harness.run import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES, EvalOptions
+    from memctx.harness import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES, EvalOptions
 
     embeddings = tuple(args.embedding or (("hash",) if args.quick else DEFAULT_EMBEDDINGS))
     kwargs: dict[str, Any] = {}
@@ -159,8 +159,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
 def eval_command(args: argparse.Namespace) -> int:
     """Run ``memctx eval``; exit 0, 1 (gate failed or invariant violated) or 2 (bad input)."""
     from memctx.errors import ConfigError
-    from memctx.harness.run import EvalError, run_eval
-    from memctx.harness.scenario import ScenarioError
+    from memctx.harness import EvalError, ScenarioError, run_eval
 
     if args.fail_on and not args.baseline:
         print(
@@ -175,8 +174,8 @@ def eval_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    from memctx.harness.report.report import format_terminal_table, load_probes, write_report
-    from memctx.harness.schema import ALL_SUITES
+    from memctx.harness import ALL_SUITES
+    from memctx.harness.report import format_terminal_table, load_probes, write_report
 
     if not args.no_report:
         write_report(run_dir)
@@ -189,7 +188,7 @@ def eval_command(args: argparse.Namespace) -> int:
         print(f"FAIL: {violations} invariant violation(s); see report.md", file=sys.stderr)
         status = 1
     if args.baseline:
-        from memctx.harness.gate import check_gate
+        from memctx.harness import check_gate
 
         status = max(status, check_gate(run_dir, Path(args.baseline), args.fail_on))
     return status

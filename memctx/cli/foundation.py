@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from memctx.errors import TranscriptError
-from memctx.messages.anatomy import iter_blocks
-from memctx.messages.calibration import CounterError, measure_counter
-from memctx.messages.pairing import pairing_violations, repair_tool_pairing
-from memctx.messages.tokens import TokenCounter
-from memctx.text.redaction import Redactor
-from memctx.transcripts.load import Transcript, load_transcripts
+from memctx.messages import (
+    CounterError,
+    TokenCounter,
+    iter_blocks,
+    measure_counter,
+    pairing_violations,
+    repair_tool_pairing,
+)
+from memctx.text import Redactor
+from memctx.transcripts import Transcript, load_transcripts
 
 __all__ = ["calibrate_tokens", "check_transcripts", "deletion_trials"]
 

@@ -26,13 +26,13 @@ def _datasets_dir(value: str | None) -> Path:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from memctx.cli.foundation import check_transcripts
+    from .foundation import check_transcripts
 
     return check_transcripts([Path(p) for p in args.paths], trials=args.trials)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from memctx.cli.foundation import calibrate_tokens
+    from .foundation import calibrate_tokens
 
     return calibrate_tokens(_datasets_dir(args.datasets), models=args.model)
 
@@ -41,9 +41,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     import json
 
     from memctx.errors import StoreError
-    from memctx.retrieval.embeddings import make_embedder
-    from memctx.store.memory_search import memory_search
-    from memctx.store.raw.store import RawStore
+    from memctx.retrieval import make_embedder
+    from memctx.store import RawStore, memory_search
 
     store_dir = Path(args.store)
     if not (store_dir / "segments.jsonl").exists():
@@ -71,11 +70,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     import json
     import tempfile
 
-    from memctx.config.files import load_config
-    from memctx.config.model import MemoryContextConfig
+    from memctx.config import MemoryContextConfig, load_config
     from memctx.errors import MemctxError
-    from memctx.harness.replay import format_replay, replay_transcript
-    from memctx.transcripts.load import load_transcript
+    from memctx.harness import format_replay, replay_transcript
+    from memctx.transcripts import load_transcript
 
     try:
         transcript = load_transcript(Path(args.transcript))
@@ -114,7 +112,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay_strategy(args: argparse.Namespace, transcript: Any) -> int:
-    from memctx.harness.adapters import format_strategy_replay, replay_with_strategy
+    from memctx.harness import format_strategy_replay, replay_with_strategy
 
     overrides = dict(item.split("=", 1) for item in args.set or [])
     bad = 0
@@ -138,13 +136,13 @@ def _replay_strategy(args: argparse.Namespace, transcript: Any) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from memctx.cli.evaluate import eval_command
+    from .evaluate import eval_command
 
     return eval_command(args)
 
 
 def _cmd_foundation(args: argparse.Namespace) -> int:
-    from memctx.cli.foundation import calibrate_tokens, check_transcripts
+    from .foundation import calibrate_tokens, check_transcripts
 
     root = _datasets_dir(args.datasets)
     if not root.exists():
@@ -155,14 +153,14 @@ def _cmd_foundation(args: argparse.Namespace) -> int:
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
-    from memctx.harness.gen.generate import gen_main
+    from memctx.harness.gen import gen_main
 
     status: int = gen_main(list(args.args))
     return status
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from memctx.harness.report.report import report_main
+    from memctx.harness.report import report_main
 
     return report_main(list(args.args))
 
@@ -239,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="print JSON instead of tables")
     replay.set_defaults(func=_cmd_replay)
 
-    from memctx.cli.evaluate import add_eval_arguments
+    from .evaluate import add_eval_arguments
 
     evaluate = sub.add_parser(
         "eval",

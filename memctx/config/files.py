@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic.alias_generators import to_snake
 
-from memctx.config.model import MemoryContextConfig, _validate
 from memctx.errors import ConfigError
+
+from .model import MemoryContextConfig, _validate
 
 __all__ = ["load_config"]
 

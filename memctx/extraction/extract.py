@@ -29,7 +29,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from memctx.errors import MemctxError
-from memctx.extraction.prompt import (
+from memctx.store import Fact, KnowledgeStore, NewFact, UpdateDecision
+from memctx.text import Redactor, tokenize_unique
+
+from .prompt import (
     TASK_DECIDE,
     TASK_EXTRACT,
     ParseError,
@@ -43,10 +46,6 @@ from memctx.extraction.prompt import (
     render_messages,
     repair_messages,
 )
-from memctx.store.knowledge import KnowledgeStore
-from memctx.store.knowledge_rules import Fact, NewFact, UpdateDecision
-from memctx.text.keywords import tokenize_unique
-from memctx.text.redaction import Redactor
 
 __all__ = [
     "DEFAULT_MAX_INPUT_TOKENS",
@@ -69,7 +68,7 @@ _MARKER_RE = re.compile(r"\[REDACTED:[^\]\s]*\]")
 
 
 class CompletionResponse(Protocol):
-    """What :mod:`memctx.extraction.extract` reads from a model answer (``memctx.llm.client.LLMResponse``)."""
+    """What extraction reads from a model answer (an ``LLMResponse`` of :mod:`memctx.llm`)."""
 
     @property
     def text(self) -> str: ...

@@ -1,7 +1,7 @@
 """Knowledge extraction prompts: rendering, chunking, and strict parsing of the answers.
 
-Pure functions behind :mod:`memctx.extraction.extract` (which runs the pipeline against a store and a
-model). Two prompts:
+Pure functions behind :mod:`~memctx.extraction.extract` (which runs the pipeline against a
+store and a model). Two prompts:
 
 - ``extract-knowledge``: the coding-agent extraction prompt of seed 000 (six fact types, the
   exclusions, a JSON array of ``{"type", "content", "context"}`` objects). The conversation is
@@ -23,11 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.llm.client import task_marker
-from memctx.messages.anatomy import BlockKind, RoleKind, inspect_message
-from memctx.messages.markers import is_recalled_block
-from memctx.messages.tokens import estimate_tokens
-from memctx.store.knowledge_rules import Fact, FactType, UpdateOp
+from memctx.llm import task_marker
+from memctx.messages import BlockKind, RoleKind, estimate_tokens, inspect_message, is_recalled_block
+from memctx.store import Fact, FactType, UpdateOp
 
 __all__ = [
     "CONVERSATION_CLOSE",
@@ -241,8 +239,8 @@ def _split_entry(entry: str, limit: int) -> list[str]:
 def chunk_conversation(entries: Sequence[str], budget_tokens: int) -> list[str]:
     """Pack rendered entries, in order, into texts of at most ``budget_tokens`` each.
 
-    Budgets are in :func:`memctx.messages.tokens.estimate_tokens` units (``ceil(chars / 3)``), so the
-    character limit is exact. An entry larger than the budget is split across chunks.
+    Budgets are in :func:`~memctx.messages.estimate_tokens` units (``ceil(chars / 3)``), so
+    the character limit is exact. An entry larger than the budget is split across chunks.
 
     Raises:
         ValueError: ``budget_tokens`` is below 1.

@@ -1,1 +1,92 @@
-"""memctx.harness."""
+"""The evaluation harness: scenarios, the replay engine with its per-call ledger and checks,
+metrics, runs, the baseline gate, adapters for real transcripts, the pytest plugin, and
+the strategies, generator and reports in their own subpackages.
+
+Extend it through these names: :class:`Strategy` / :class:`BaseStrategy` and
+:func:`register_strategy` for a context strategy of your own, :func:`load_scenarios` and
+:func:`transcript_scenario` for your own data, :func:`run_eval` to run a matrix.
+
+May import: every package below it (foundations, mechanisms, policies, runtime).
+"""
+
+from __future__ import annotations
+
+from .adapters import format_strategy_replay, replay_with_strategy, transcript_scenario
+from .answers import normalise_answer
+from .engine import ScenarioResult, run_scenario
+from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
+from .metrics import aggregate, bootstrap_ci, call_cost, percentile, prices_for
+from .replay import ReplayReport, ReplayRow, format_replay, replay_transcript
+from .run import (
+    DEFAULT_DATASETS,
+    DEFAULT_EMBEDDINGS,
+    DEFAULT_STRATEGIES,
+    EvalError,
+    EvalOptions,
+    run_eval,
+)
+from .scenario import Probe, Scenario, ScenarioError, Session, dump_scenarios, load_scenarios
+from .schema import ALL_SUITES, SUMMARY_SCHEMA, CallRow, ProbeRow
+from .strategies import (
+    STRATEGIES,
+    BaseStrategy,
+    FullStrategy,
+    MemoryContextStrategy,
+    Messages,
+    Prepared,
+    Strategy,
+    StrategySetup,
+    TruncateStrategy,
+    make_strategy,
+    register_strategy,
+)
+
+__all__ = [
+    "ALL_SUITES",
+    "DEFAULT_DATASETS",
+    "DEFAULT_EMBEDDINGS",
+    "DEFAULT_FAIL_ON",
+    "DEFAULT_STRATEGIES",
+    "STRATEGIES",
+    "SUMMARY_SCHEMA",
+    "BaseStrategy",
+    "CallRow",
+    "EvalError",
+    "EvalOptions",
+    "FullStrategy",
+    "MemoryContextStrategy",
+    "Messages",
+    "Prepared",
+    "Probe",
+    "ProbeRow",
+    "Regression",
+    "ReplayReport",
+    "ReplayRow",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioResult",
+    "Session",
+    "Strategy",
+    "StrategySetup",
+    "TruncateStrategy",
+    "aggregate",
+    "bootstrap_ci",
+    "call_cost",
+    "check_gate",
+    "compare",
+    "dump_scenarios",
+    "format_replay",
+    "format_strategy_replay",
+    "load_scenarios",
+    "make_strategy",
+    "normalise_answer",
+    "parse_fail_on",
+    "percentile",
+    "prices_for",
+    "register_strategy",
+    "replay_transcript",
+    "replay_with_strategy",
+    "run_eval",
+    "run_scenario",
+    "transcript_scenario",
+]

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.engine import ScenarioResult, run_scenario
-from memctx.harness.metrics import percentile
-from memctx.harness.scenario import Scenario, Session
-from memctx.harness.schema import CallRow
-from memctx.transcripts.load import Transcript
+from memctx.transcripts import Transcript
+
+from .engine import ScenarioResult, run_scenario
+from .metrics import percentile
+from .scenario import Scenario, Session
+from .schema import CallRow
 
 __all__ = ["format_strategy_replay", "replay_with_strategy", "transcript_scenario"]
 

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.scenario import Probe
-from memctx.llm.client import LLMClient
-from memctx.messages.anatomy import inspect_message, token_text
+from memctx.llm import LLMClient
+from memctx.messages import inspect_message, token_text
+
+from .scenario import Probe
 
 __all__ = ["ProbeJudge"]
 

@@ -2,7 +2,7 @@
 
 :func:`run_scenario` plays the agent loop. Sessions run in order against one work directory.
 Within a session every assistant message of the transcript marks one model call: the
-strategy may first compact the transcript (:meth:`~memctx.harness.strategies.base.Strategy.compact`),
+strategy may first compact the transcript (:meth:`~memctx.harness.Strategy.compact`),
 then prepares the call's context from the transcript so far; the assistant message is then
 appended. Every probe is one extra call at its position (``Probe.at``) with the question
 appended as a user message for that call only. Each call is recorded as a
@@ -34,36 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctx.config.model import MemoryContextConfig
-from memctx.harness.ledger import (
-    ContextLedger,
-    IdentityInfos,
-    Measure,
-    MessageMeter,
-    MeteredCounter,
-    normalise,
-)
-from memctx.harness.scenario import Probe, Scenario
-from memctx.harness.schema import NO_EMBEDDING, CallRow, ProbeRow
-from memctx.harness.strategies.base import (
-    Messages,
-    Prepared,
-    Strategy,
-    StrategySetup,
-    make_strategy,
-)
-from memctx.messages.anatomy import (
-    InfoCache,
-    RoleKind,
-    token_text,
-)
+from memctx.config import MemoryContextConfig
+from memctx.messages import InfoCache, RoleKind, token_text
+
+from .answers import normalise_answer
+from .ledger import ContextLedger, IdentityInfos, Measure, MessageMeter, MeteredCounter
+from .scenario import Probe, Scenario
+from .schema import NO_EMBEDDING, CallRow, ProbeRow
+from .strategies.base import Messages, Prepared, Strategy, StrategySetup, make_strategy
 
 __all__ = [
     "CLOCK_START",
     "CLOCK_STEP",
     "VIOLATION_KINDS",
     "ScenarioResult",
-    "normalise",
     "run_scenario",
 ]
 
@@ -196,15 +180,15 @@ class _Replay:
         fit = sent <= self.window
         # The question itself is left out: it must not count as its own answer.
         texts = [self.meter.text(m) for m in prepared.context if m is not question]
-        answers = [normalise(a) for a in probe.answers]
+        answers = [normalise_answer(a) for a in probe.answers]
         present = any(a in t for a in answers for t in texts)
-        spans = [normalise(e) for e in probe.evidence_text]
+        spans = [normalise_answer(e) for e in probe.evidence_text]
         evidence = sum(any(e in t for t in texts) for e in spans) / len(spans) if spans else 0.0
-        stale = not present and any(normalise(s) in t for s in probe.stale for t in texts)
+        stale = not present and any(normalise_answer(s) in t for s in probe.stale for t in texts)
         hits = self.strategy.search(probe.question)
         tool_hit = None
         if hits is not None:
-            found = normalise("\n".join(hits))
+            found = normalise_answer("\n".join(hits))
             tool_hit = fit and (present or any(a in found for a in answers))
             found_secrets = sum(s in "\n".join(hits) for s in self.scenario.secrets)
             self.violations["secrets"] += found_secrets
@@ -268,7 +252,7 @@ def run_scenario(
         ValueError: Unknown strategy or invalid window.
         ConfigError: Invalid overrides.
     """
-    from memctx.harness.answer import ProbeJudge
+    from .answer import ProbeJudge
 
     began = time.perf_counter()
     window = window or scenario.window

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.schema import HIGHER_IS_BETTER
+from .schema import HIGHER_IS_BETTER
 
 __all__ = [
     "DEFAULT_FAIL_ON",

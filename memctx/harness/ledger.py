@@ -7,7 +7,7 @@ fresh work only for the part after the prefix the request shares with the previo
 that a session of *n* calls costs about O(n) instead of O(n²) message readings.
 
 Pairing is checked exactly, by pieces: an assistant message that follows a non-assistant
-message starts a *turn*, and :func:`memctx.messages.pairing.pairing_violations` judges each turn only
+message starts a *turn*, and :func:`memctx.messages.pairing_violations` judges each turn only
 from its own messages (the assistant run and the user/tool messages after it), except for
 call ids reused across turns. So when the previous request was clean, the new one is clean
 iff its messages from the last turn start inside the shared prefix are clean and none of their
@@ -18,23 +18,24 @@ the verdict, while leaving them in would break the shared prefix every call.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.messages.anatomy import (
+from memctx.messages import (
     BlockKind,
     InfoCache,
     MessageInfo,
     RoleKind,
+    TokenCounter,
     inspect_message,
+    is_recalled_block,
+    pairing_violations,
     token_text,
 )
-from memctx.messages.markers import is_recalled_block
-from memctx.messages.pairing import pairing_violations
-from memctx.messages.tokens import TokenCounter
+
+from .answers import normalise_answer
 
 __all__ = [
     "ContextLedger",
@@ -42,16 +43,9 @@ __all__ = [
     "Measure",
     "MessageMeter",
     "MeteredCounter",
-    "normalise",
 ]
 
 Messages = list[dict[str, Any]]
-_SPACE = re.compile(r"\s+")
-
-
-def normalise(text: str) -> str:
-    """Case-folded, whitespace collapsed: how answers are looked for in a context."""
-    return _SPACE.sub(" ", text).strip().casefold()
 
 
 @dataclass(frozen=True)
@@ -123,7 +117,7 @@ class MessageMeter:
     def text(self, message: dict[str, Any]) -> str:
         entry = self._texts.get(id(message))
         if entry is None or entry[0] is not message:
-            entry = (message, normalise(token_text(message)))
+            entry = (message, normalise_answer(token_text(message)))
             self._texts[id(message)] = entry
         return entry[1]
 

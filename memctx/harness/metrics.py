@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memctx.harness.schema import ALL_SUITES, RECORD_METRICS, CallRow, ProbeRow
+from .schema import ALL_SUITES, RECORD_METRICS, CallRow, ProbeRow
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",

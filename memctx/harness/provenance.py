@@ -71,7 +71,7 @@ def scenarios_digest(suites: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
 
 def provenance(options: Any, suites: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     """The provenance block of ``summary.json``."""
-    from memctx.harness.gen.generate import GENERATOR_VERSION
+    from .gen.generate import GENERATOR_VERSION
 
     datasets = (
         "generated (quick)"

@@ -129,7 +129,7 @@ def memctx_run(
         except (OSError, ValueError) as exc:
             raise pytest.UsageError(f"--memctx-run {given}: {exc}") from exc
     try:
-        from memctx.harness.run import EvalOptions, run_eval
+        from .run import EvalOptions, run_eval
     except ImportError as exc:
         pytest.skip(f"memctx.harness.run is not importable ({exc}); pass --memctx-run DIR")
     full = bool(request.config.getoption("memctx_full"))

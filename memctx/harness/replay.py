@@ -17,13 +17,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import RoleKind, inspect_message
-from memctx.messages.markers import is_recalled_block
-from memctx.messages.pairing import pairing_violations
-from memctx.messages.tokens import TokenCounter
-from memctx.runtime.engine import MemoryContext
-from memctx.transcripts.load import Transcript
+from memctx.config import MemoryContextConfig
+from memctx.messages import (
+    RoleKind,
+    TokenCounter,
+    inspect_message,
+    is_recalled_block,
+    pairing_violations,
+)
+from memctx.runtime import MemoryContext
+from memctx.transcripts import Transcript
 
 __all__ = ["ReplayReport", "ReplayRow", "format_replay", "replay_transcript"]
 

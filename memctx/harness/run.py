@@ -27,9 +27,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.provenance import provenance
-from memctx.harness.scenario import Scenario, load_scenarios
-from memctx.harness.schema import NO_EMBEDDING, SUMMARY_SCHEMA
+from .provenance import provenance
+from .scenario import Scenario, load_scenarios
+from .schema import NO_EMBEDDING, SUMMARY_SCHEMA
 
 __all__ = [
     "DEFAULT_DATASETS",
@@ -129,7 +129,7 @@ def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
         EvalError: An unknown suite, or frozen datasets that are missing or do not match
             their manifest (the message says how to regenerate them).
     """
-    from memctx.harness.gen.generate import SUITES, generate_suite, verify_datasets
+    from .gen.generate import SUITES, generate_suite, verify_datasets
 
     if options.quick and options.datasets_dir is None:
         suites = options.suites or SUITES
@@ -196,7 +196,7 @@ def import_plugins(modules: Sequence[str]) -> None:
 
 
 def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_Job]:
-    from memctx.harness.strategies.base import STRATEGIES
+    from .strategies.base import STRATEGIES
 
     import_plugins(options.plugins)
     unknown = [s for s in options.strategies if s not in STRATEGIES]
@@ -235,7 +235,7 @@ def _start_worker(threads: int, plugins: Sequence[str]) -> None:
 
 def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any]:
     """Replay one job (runs in a worker process)."""
-    from memctx.harness.engine import run_scenario
+    from .engine import run_scenario
 
     work_dir = Path(work_root) / f"job-{job.index:05d}"
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -301,7 +301,7 @@ def run_eval(options: EvalOptions) -> Path:
     Raises:
         EvalError: Bad options or missing datasets (nothing is written then).
     """
-    from memctx.harness.metrics import aggregate
+    from .metrics import aggregate
 
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     wall = time.perf_counter()

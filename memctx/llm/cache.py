@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memctx.text.redaction import redact
+from memctx.text import redact
 
 __all__ = [
     "CACHE_DIRNAME",

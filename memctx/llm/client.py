@@ -25,15 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from memctx.errors import MemctxError
-from memctx.llm.cache import CachedResponse, ResponseCache, cache_key
-from memctx.llm.usage import (
-    LLMUsage,
-    TaskUsage,
-    UsageRecorder,
-    price_completion,
-    read_response,
-)
-from memctx.messages.anatomy import message_text
+from memctx.messages import message_text
+
+from .cache import CachedResponse, ResponseCache, cache_key
+from .usage import LLMUsage, TaskUsage, UsageRecorder, price_completion, read_response
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -43,8 +38,8 @@ __all__ = [
     "LLMUsage",
     "TaskUsage",
     "is_offline_model",
-    "register_local_provider",
     "price_completion",
+    "register_local_provider",
     "task_marker",
     "task_of",
 ]

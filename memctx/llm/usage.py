@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from memctx.messages.tokens import estimate_messages_tokens, estimate_tokens
+from memctx.messages import estimate_messages_tokens, estimate_tokens
 
 __all__ = [
     "LLMUsage",

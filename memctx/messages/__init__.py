@@ -1,1 +1,74 @@
-"""memctx.messages."""
+"""Messages as providers shape them: anatomy (OpenAI, Anthropic, Pi/OpenClaw, Gemini), the
+markers memctx and compactions put into a conversation, token counting, and the tool-pairing
+rules and their repair.
+
+May import: :mod:`memctx.errors`, :mod:`memctx.config`.
+"""
+
+from __future__ import annotations
+
+from .anatomy import (
+    BlockKind,
+    BlockRef,
+    InfoCache,
+    MessageInfo,
+    RoleKind,
+    blocks_token_text,
+    inspect_message,
+    iter_blocks,
+    leading_system_count,
+    message_fingerprint,
+    message_text,
+    role_kind,
+    token_text,
+)
+from .calibration import CounterError, measure_counter
+from .markers import (
+    COMPACTED_PREFIX,
+    COMPACTION_SUMMARY_PREFIXES,
+    RECALLED_CONTEXT_TAG,
+    is_compaction_summary,
+    is_recalled_block,
+)
+from .pairing import PairingViolation, ViolationKind, pairing_violations, repair_tool_pairing
+from .tokens import (
+    IMAGE_TOKENS,
+    MESSAGE_OVERHEAD_TOKENS,
+    TokenCounter,
+    estimate_message_tokens,
+    estimate_messages_tokens,
+    estimate_tokens,
+)
+
+__all__ = [
+    "COMPACTED_PREFIX",
+    "COMPACTION_SUMMARY_PREFIXES",
+    "IMAGE_TOKENS",
+    "MESSAGE_OVERHEAD_TOKENS",
+    "RECALLED_CONTEXT_TAG",
+    "BlockKind",
+    "BlockRef",
+    "CounterError",
+    "InfoCache",
+    "MessageInfo",
+    "PairingViolation",
+    "RoleKind",
+    "TokenCounter",
+    "ViolationKind",
+    "blocks_token_text",
+    "estimate_message_tokens",
+    "estimate_messages_tokens",
+    "estimate_tokens",
+    "inspect_message",
+    "is_compaction_summary",
+    "is_recalled_block",
+    "iter_blocks",
+    "leading_system_count",
+    "measure_counter",
+    "message_fingerprint",
+    "message_text",
+    "pairing_violations",
+    "repair_tool_pairing",
+    "role_kind",
+    "token_text",
+]

@@ -35,12 +35,12 @@ __all__ = [
     "blocks_token_text",
     "inspect_message",
     "iter_blocks",
+    "leading_system_count",
     "message_fingerprint",
     "message_text",
     "role_kind",
     "token_text",
 ]
-
 
 
 class RoleKind(StrEnum):
@@ -466,7 +466,6 @@ def blocks_token_text(blocks: Iterable[BlockRef]) -> str:
     return "\n".join(pieces)
 
 
-
 def _looks_error(response: Any) -> bool:
     return isinstance(response, Mapping) and "error" in response
 
@@ -481,3 +480,11 @@ def _str_or_none(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     return str(value)
+
+
+def leading_system_count(messages: Sequence[object], infos: InfoCache) -> int:
+    """How many system messages open ``messages`` (a system prompt, always kept in place)."""
+    head = 0
+    while head < len(messages) and infos.info(messages[head]).kind is RoleKind.SYSTEM:
+        head += 1
+    return head

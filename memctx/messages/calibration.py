@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.messages.tokens import TokenCounter
+from .tokens import TokenCounter
 
 __all__ = ["CounterError", "measure_counter"]
 

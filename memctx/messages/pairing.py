@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from memctx.messages.anatomy import (
+from .anatomy import (
     CONTENT,
     PARTS,
     TOOL_CALLS,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.messages.anatomy import BlockKind, iter_blocks, message_fingerprint
+from .anatomy import BlockKind, iter_blocks, message_fingerprint
 
 __all__ = [
     "IMAGE_TOKENS",

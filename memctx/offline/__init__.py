@@ -1,1 +1,39 @@
-"""memctx.offline."""
+"""``memctx/offline``: memctx's own deterministic model, served through litellm as a custom
+provider: rule-based fact extraction and extractive summaries, no network. Importing this
+package registers it with :mod:`memctx.llm`.
+
+May import: the foundations, the mechanisms, :mod:`memctx.trim`, :mod:`memctx.recall`,
+:mod:`memctx.extraction`.
+"""
+
+from __future__ import annotations
+
+from memctx.llm import register_local_provider
+
+from .extract import extract_facts
+from .model import (
+    DEFAULT_REPLY_TOKENS,
+    DEFAULT_SUMMARY_TOKENS,
+    OFFLINE_PROVIDER,
+    OfflineModel,
+    offline_reply,
+    register_offline_model,
+)
+from .summary import SECTION_TITLES, summarize_text
+
+__all__ = [
+    "DEFAULT_REPLY_TOKENS",
+    "DEFAULT_SUMMARY_TOKENS",
+    "OFFLINE_PROVIDER",
+    "SECTION_TITLES",
+    "OfflineModel",
+    "extract_facts",
+    "offline_reply",
+    "register_offline_model",
+    "summarize_text",
+]
+
+# The LLM client sits below this package and cannot import it: tell it how to serve
+# ``memctx/offline`` requests. ``memctx.runtime`` imports this package, so ``import memctx``
+# is enough for every caller.
+register_local_provider(OFFLINE_PROVIDER, register_offline_model)

@@ -41,11 +41,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from memctx.extraction.prompt import CONVERSATION_CLOSE, CONVERSATION_OPEN
-from memctx.messages.anatomy import message_text
-from memctx.store.knowledge_rules import FactType
-from memctx.text.keywords import STOPWORDS, is_cjk
-from memctx.text.redaction import Redactor
+from memctx.extraction import CONVERSATION_CLOSE, CONVERSATION_OPEN
+from memctx.messages import message_text
+from memctx.store import FactType
+from memctx.text import STOPWORDS, Redactor, is_cjk
 
 __all__ = ["MAX_FACTS", "extract_facts", "offline_extract_response"]
 

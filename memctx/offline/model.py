@@ -36,10 +36,10 @@ import litellm
 from litellm.llms.custom_llm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
-from memctx.llm.client import OFFLINE_MODEL, task_of
-from memctx.messages.anatomy import message_text
-from memctx.messages.tokens import estimate_messages_tokens, estimate_tokens
-from memctx.offline.summary import summarize_text
+from memctx.llm import OFFLINE_MODEL, task_of
+from memctx.messages import estimate_messages_tokens, estimate_tokens, message_text
+
+from .summary import summarize_text
 
 __all__ = [
     "DEFAULT_REPLY_TOKENS",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memctx.messages.tokens import estimate_tokens
+from memctx.messages import estimate_tokens
 
 __all__ = ["SECTION_TITLES", "summarize_text"]
 

@@ -32,9 +32,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memctx.messages.anatomy import InfoCache, RoleKind
-from memctx.messages.markers import RECALLED_CONTEXT_TAG, is_compaction_summary
-from memctx.messages.tokens import estimate_tokens
+from memctx.messages import (
+    RECALLED_CONTEXT_TAG,
+    InfoCache,
+    estimate_tokens,
+    is_compaction_summary,
+    leading_system_count,
+)
 
 __all__ = [
     "RecallBlock",
@@ -245,9 +249,7 @@ def insert_recall(
     compaction summary (seed 000's place for it); ``messages`` itself when there is none."""
     if block is None:
         return messages
-    at = 0
-    while at < len(messages) and infos.info(messages[at]).kind is RoleKind.SYSTEM:
-        at += 1
+    at = leading_system_count(messages, infos)
     if at < len(messages) and is_compaction_summary(messages[at]):
         at += 1
     return [*messages[:at], block, *messages[at:]]

@@ -1,4 +1,4 @@
-"""What the context hook recalls: the query it asks, and the candidates it gets back.
+"""The recall query: what the context hook asks the stores each turn.
 
 The query is the last 2–3 user messages, newest last (seed 000): one short reply ("ok",
 "y", "继续") alone is no query, but together with the request before it it is. Messages that
@@ -13,19 +13,20 @@ Embedded ``<system-reminder>`` spans inside a real user message are cut out.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Final
 
-from memctx.messages.anatomy import BlockKind, InfoCache, MessageInfo, RoleKind
-from memctx.messages.markers import is_compaction_summary, is_recalled_block
-from memctx.recall.block import RecallItem, detail_label, message_source
-from memctx.retrieval.hybrid import SearchParams
-from memctx.store.knowledge import KnowledgeStore
-from memctx.store.memory_search import search_store
-from memctx.store.raw.store import RawStore
-from memctx.text.keywords import tokenize_unique
+from memctx.messages import (
+    BlockKind,
+    InfoCache,
+    MessageInfo,
+    RoleKind,
+    is_compaction_summary,
+    is_recalled_block,
+)
+from memctx.text import tokenize_unique
 
-__all__ = ["build_query", "detail_items", "knowledge_items"]
+__all__ = ["build_query"]
 
 _HARNESS_PREFIXES: Final = (
     "system:",
@@ -87,62 +88,3 @@ def build_query(
 def _own_text(info: MessageInfo) -> str:
     """The user's words: text blocks only (tool results in the same message are not)."""
     return "\n".join(b.text for b in info.blocks if b.kind is BlockKind.TEXT and b.text)
-
-
-def knowledge_items(store: KnowledgeStore, query: str, limit: int) -> list[RecallItem]:
-    """Live facts matching ``query`` (the store's adaptive keyword threshold), best first."""
-    return [
-        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id, (fact.timestamp, 0))
-        for fact, score in store.search(query, limit=limit)
-    ]
-
-
-def detail_items(
-    store: RawStore,
-    query: str,
-    *,
-    session_id: str,
-    cross_session: bool,
-    params: SearchParams,
-    limit: int,
-    exclude_ids: Collection[str] = (),
-) -> list[RecallItem]:
-    """Archived segments for ``query``; segments the context still holds are left out.
-
-    ``exclude_ids`` names segments whose message is in the context being sent: recalling
-    them would spend the cap on text the model already sees.
-    """
-    out: list[RecallItem] = []
-    want = limit + len(exclude_ids)  # usually one search: the pool is bounded anyway
-    while True:
-        hits = search_store(
-            store,
-            query,
-            limit=want,
-            session_id=session_id,
-            cross_session=cross_session,
-            params=params,
-        )
-        with store.lock:
-            # Metadata first: no file read for segments that are skipped.
-            fresh = (
-                [h for h in hits if store.segment(h.key).id not in exclude_ids]
-                if exclude_ids
-                else hits
-            )
-            if len(fresh) >= limit or len(hits) < want:
-                for hit in fresh[:limit]:
-                    segment = store.get(hit.key)
-                    label = detail_label(segment.timestamp, segment.role)
-                    order = (segment.timestamp, hit.key)  # store keys grow with each add
-                    source = message_source(
-                        segment.session_id, segment.timestamp, segment.turn, segment.role
-                    )
-                    out.append(
-                        RecallItem(
-                            "detail", segment.content, hit.score, label, segment.id, order, source
-                        )
-                    )
-                break
-        want *= 4  # most of the best hits are still in the context: look further
-    return out

@@ -23,7 +23,7 @@ lines) is dropped; leading indentation is kept, as code needs it. On LoCoMo, 2,0
 
 Hits are considered best first (the order given) and each is kept if the whole block still
 fits the budget, otherwise skipped for the next one, as a greedy fill does. The block is
-counted as a whole with :func:`memctx.messages.tokens.estimate_tokens` (or the ``count`` given), so the
+counted as a whole with :func:`memctx.messages.estimate_tokens` (or the ``count`` given), so the
 budget is never exceeded whatever a header or a gap marker adds.
 """
 
@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memctx.messages.tokens import estimate_tokens
+from memctx.messages import estimate_tokens
 
 __all__ = ["GAP_MARKER", "RecallHit", "RenderedRecall", "compact_text", "render_recall"]
 

@@ -1,1 +1,62 @@
-"""memctx.retrieval."""
+"""Retrieval mechanisms with no storage of their own: BM25, embeddings (hash, transformer,
+cached), exact vector top-k, and the hybrid fusion with episode smoothing and decay.
+
+May import: the foundations (:mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`,
+:mod:`memctx.text`, :mod:`memctx.transcripts`).
+"""
+
+from __future__ import annotations
+
+from .bm25 import BM25Index, QueryScores, TermCounts, lucene_idf, term_score
+from .bm25_parts import ranges
+from .embeddings import (
+    HASH_EMBEDDER_VERSION,
+    TRANSFORMER_DIM,
+    TRANSFORMER_MODEL,
+    CachedEmbedder,
+    Embedder,
+    EmbeddingUnavailable,
+    HashEmbedder,
+    SelectedEmbedder,
+    TransformerEmbedder,
+    make_embedder,
+)
+from .hybrid import (
+    DEFAULT_PARAMS,
+    SEED_PRESET,
+    EpisodeIndex,
+    ScoredKey,
+    SearchParams,
+    hybrid_search,
+)
+from .keys import DenseKeys, key_array
+from .vector_index import VectorIndex, VectorScores
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "HASH_EMBEDDER_VERSION",
+    "SEED_PRESET",
+    "TRANSFORMER_DIM",
+    "TRANSFORMER_MODEL",
+    "BM25Index",
+    "CachedEmbedder",
+    "DenseKeys",
+    "Embedder",
+    "EmbeddingUnavailable",
+    "EpisodeIndex",
+    "HashEmbedder",
+    "QueryScores",
+    "ScoredKey",
+    "SearchParams",
+    "SelectedEmbedder",
+    "TermCounts",
+    "TransformerEmbedder",
+    "VectorIndex",
+    "VectorScores",
+    "hybrid_search",
+    "key_array",
+    "lucene_idf",
+    "make_embedder",
+    "ranges",
+    "term_score",
+]

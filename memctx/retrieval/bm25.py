@@ -62,8 +62,9 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from memctx.retrieval.bm25_parts import (
-    DenseKeys,
+from .bm25_parts import FloatArray as _FloatArray
+from .bm25_parts import IntArray as _IntArray
+from .bm25_parts import (
     QueryScores,
     TermCounts,
     Vocabulary,
@@ -72,8 +73,7 @@ from memctx.retrieval.bm25_parts import (
     ranked_prefix,
     stable_order,
 )
-from memctx.retrieval.bm25_parts import FloatArray as _FloatArray
-from memctx.retrieval.bm25_parts import IntArray as _IntArray
+from .keys import DenseKeys
 
 __all__ = ["BM25Index", "QueryScores", "TermCounts", "lucene_idf", "term_score"]
 

@@ -1,9 +1,8 @@
-"""Building blocks of :class:`memctx.retrieval.bm25.BM25Index`: its vocabulary, the per-query result
-(:class:`QueryScores`), documents given as term counts (:class:`TermCounts`) and the
-vectorised key look-up it shares with :class:`memctx.retrieval.vector_index.VectorIndex`
-(:class:`DenseKeys`).
+"""Building blocks of :class:`~memctx.retrieval.bm25.BM25Index`: its vocabulary, the
+per-query result (:class:`QueryScores`) and documents given as term counts
+(:class:`TermCounts`).
 
-Kept apart from the index so that ``_bm25.py`` stays about the formula and the index itself.
+Kept apart from the index so that ``bm25.py`` stays about the formula and the index itself.
 """
 
 from __future__ import annotations
@@ -15,88 +14,22 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .keys import DenseKeys, key_array
+
 __all__ = [
-    "DenseKeys",
+    "FloatArray",
+    "IntArray",
     "QueryScores",
     "TermCounts",
     "Vocabulary",
     "grown",
+    "ranges",
     "ranked_prefix",
     "stable_order",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-# The dense array may span this many keys whatever the number of live ones (32 MB at most).
-_DENSE_MIN_SPAN = 1 << 22
-
-
-class DenseKeys:
-    """Positions (row, slot) of int keys in an array indexed by key, ``-1`` for absent.
-
-    The indexes keep a ``key -> position`` dict for single look-ups. Hybrid search looks up
-    hundreds of keys per query, and a dict look-up each (cache misses in a 20,000-entry
-    dict) cost more than the scoring around them; the stores hand out keys as small
-    non-negative ints, so one gather answers the whole batch. A negative key, or one far
-    beyond the number of live keys (a sparse key space), switches the array off for good
-    (:attr:`on` is False) and callers use their dict instead.
-    """
-
-    __slots__ = ("_pos",)
-
-    def __init__(self) -> None:
-        self._pos: IntArray | None = np.full(64, -1, dtype=np.int64)
-
-    @property
-    def on(self) -> bool:
-        """Whether :meth:`find` can answer (no key has been out of range)."""
-        return self._pos is not None
-
-    def set(self, keys: IntArray, positions: IntArray | int, live: int) -> None:
-        """Record ``positions`` (or -1) for ``keys``; ``live`` keys exist after the change."""
-        pos = self._pos
-        if pos is None or not len(keys):
-            return
-        low, high = int(keys.min()), int(keys.max())
-        if low < 0 or high >= max(_DENSE_MIN_SPAN, 4 * live):
-            self._pos = None  # a key space this sparse would waste memory: dicts only
-            return
-        if high >= len(pos):
-            grown_pos = np.full(max(high + 1, 2 * len(pos)), -1, dtype=np.int64)
-            grown_pos[: len(pos)] = pos
-            self._pos = pos = grown_pos
-        pos[keys] = positions
-
-    def set_one(self, key: int, position: int, live: int) -> None:
-        """:meth:`set` for one key."""
-        pos = self._pos
-        if pos is not None and 0 <= key < len(pos):
-            pos[key] = position
-        else:
-            self.set(np.array([key], dtype=np.int64), position, live)
-
-    def find(self, keys: IntArray) -> IntArray | None:
-        """Positions of ``keys`` (-1: absent); ``None`` when switched off."""
-        pos = self._pos
-        if pos is None:
-            return None
-        if not len(keys):
-            return np.zeros(0, dtype=np.int64)
-        if int(keys.min()) >= 0 and int(keys.max()) < len(pos):
-            found: IntArray = pos[keys]
-            return found
-        inside = (keys >= 0) & (keys < len(pos))
-        out = np.full(len(keys), -1, dtype=np.int64)
-        out[inside] = pos[keys[inside]]
-        return out
-
-
-def key_array(keys: Collection[int] | np.ndarray) -> IntArray:
-    """``keys`` (a list, set or array of ints) as an int64 array."""
-    if isinstance(keys, np.ndarray):
-        return keys.astype(np.int64, copy=False)
-    return np.fromiter(keys, dtype=np.int64, count=len(keys))
 
 
 class Vocabulary(dict[str, int]):

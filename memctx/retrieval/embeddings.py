@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, Protocol
 import numpy as np
 
 from memctx.errors import MemctxError, StoreError
-from memctx.text.keywords import STOPWORDS, tokenize
+from memctx.text import STOPWORDS, tokenize
 
 __all__ = [
     "HASH_EMBEDDER_VERSION",

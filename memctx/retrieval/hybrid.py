@@ -37,11 +37,12 @@ from typing import cast
 
 import numpy as np
 
-from memctx.retrieval.bm25 import BM25Index
-from memctx.retrieval.bm25_parts import DenseKeys, key_array
-from memctx.retrieval.embeddings import Embedder
-from memctx.retrieval.vector_index import VectorIndex
-from memctx.text.keywords import tokenize
+from memctx.text import tokenize
+
+from .bm25 import BM25Index
+from .embeddings import Embedder
+from .keys import DenseKeys, key_array
+from .vector_index import VectorIndex
 
 __all__ = [
     "DEFAULT_PARAMS",

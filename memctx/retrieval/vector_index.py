@@ -5,7 +5,7 @@ The raw store holds at most ``maxSegments`` (20,000) segments; at 384 dimensions
 approximate index (HNSW and friends) on both simplicity and recall at this size. The product
 runs in one thread (:func:`_row_dots`: a threaded BLAS call is 4-6x slower whenever the
 other core is busy), and hybrid search looks keys up in bulk through arrays
-(:class:`~memctx.retrieval.bm25_parts.DenseKeys`) rather than one dict look-up each.
+(:class:`~memctx.retrieval.keys.DenseKeys`) rather than one dict look-up each.
 
 Layout: live rows ``[0, len)`` of a preallocated matrix, a parallel array of keys and a
 ``key -> row`` dict. Adding appends (the capacity doubles when full, so adds are amortised
@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
-from memctx.retrieval.bm25_parts import DenseKeys, key_array
+from .keys import DenseKeys, key_array
 
 __all__ = ["VectorIndex", "VectorScores"]
 

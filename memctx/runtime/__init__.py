@@ -1,1 +1,13 @@
-"""memctx.runtime."""
+"""``MemoryContext``: one session's engine behind the two hooks an agent loop calls, its archive
+(what is stored when, what is still pending), the background worker and hook statistics.
+
+May import: every package below it (foundations, mechanisms, policies).
+"""
+
+from __future__ import annotations
+
+from .engine import MemoryContext
+from .stats import HookTimer
+from .worker import BackgroundWorker
+
+__all__ = ["BackgroundWorker", "HookTimer", "MemoryContext"]

@@ -36,22 +36,23 @@ from typing import Any
 
 import numpy as np
 
-from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import InfoCache, message_fingerprint
-from memctx.messages.markers import is_recalled_block
-from memctx.recall.block import RecallItem, detail_label, message_source
-from memctx.retrieval.bm25 import BM25Index
-from memctx.retrieval.embeddings import Embedder, make_embedder
-from memctx.runtime.archive_keys import KeySet, archive_text, message_time
-from memctx.runtime.worker import BackgroundWorker
-from memctx.store.knowledge import KNOWLEDGE_FILE, KnowledgeStore
-from memctx.store.memory_search import memory_search
-from memctx.store.raw.io import validate_session_id
-from memctx.store.raw.store import RawStore
-from memctx.text.chunking import chunk_text
-from memctx.text.keywords import tokenize
-from memctx.text.redaction import Redactor
-from memctx.trim.cache import IntArray, MessageFacts
+from memctx import offline  # noqa: F401  (registers memctx/offline with the LLM client)
+from memctx.config import MemoryContextConfig
+from memctx.messages import InfoCache, is_recalled_block, message_fingerprint
+from memctx.recall import RecallItem, detail_label, message_source
+from memctx.retrieval import BM25Index, Embedder, make_embedder
+from memctx.store import (
+    KNOWLEDGE_FILE,
+    KnowledgeStore,
+    RawStore,
+    memory_search,
+    validate_session_id,
+)
+from memctx.text import Redactor, chunk_text, tokenize
+from memctx.trim import IntArray, MessageFacts
+
+from .archive_keys import KeySet, archive_text, message_time
+from .worker import BackgroundWorker
 
 __all__ = ["Archive", "archive_text", "message_time"]
 
@@ -146,7 +147,7 @@ class Archive:
 
     def llm_client(self) -> Any:
         if self._llm is None:
-            from memctx.llm.client import LLMClient
+            from memctx.llm import LLMClient
 
             self._llm = LLMClient(self._config.extraction_model, cache_dir=self._dir / "llm-cache")
         return self._llm
@@ -368,7 +369,7 @@ class Archive:
     # -- extraction and search -----------------------------------------------------------------
 
     def _extract(self, messages: list[dict[str, Any]], source_ids: list[str]) -> None:
-        from memctx.extraction.extract import extract_and_update
+        from memctx.extraction import extract_and_update
 
         start = time.perf_counter()
         report = extract_and_update(

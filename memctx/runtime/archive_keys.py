@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memctx.messages.anatomy import BlockKind, MessageInfo
+from memctx.messages import BlockKind, MessageInfo
 
 __all__ = ["KeySet", "archive_text", "message_time"]
 

@@ -39,20 +39,23 @@ from typing import Any
 
 import numpy as np
 
-from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import InfoCache
-from memctx.messages.pairing import pairing_violations, repair_tool_pairing
-from memctx.messages.tokens import TokenCounter
-from memctx.recall.block import RecallBlock, build_recall_block, insert_recall, recall_message
-from memctx.recall.query import build_query, detail_items, knowledge_items
-from memctx.retrieval.embeddings import Embedder
-from memctx.retrieval.hybrid import SearchParams
-from memctx.runtime.archive import Archive
-from memctx.runtime.stats import HookTimer
-from memctx.runtime.worker import BackgroundWorker
-from memctx.trim.cache import IntArray
-from memctx.trim.smart import TrimCache, trim_read
-from memctx.trim.state import ReadInfos
+from memctx.config import MemoryContextConfig
+from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_tool_pairing
+from memctx.recall import (
+    RecallBlock,
+    build_query,
+    build_recall_block,
+    detail_items,
+    insert_recall,
+    knowledge_items,
+    recall_message,
+)
+from memctx.retrieval import Embedder, SearchParams
+from memctx.trim import IntArray, ReadInfos, TrimCache, trim_read
+
+from .archive import Archive
+from .stats import HookTimer
+from .worker import BackgroundWorker
 
 __all__ = ["MemoryContext"]
 
@@ -379,4 +382,3 @@ def _check_messages(messages: object) -> None:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise TypeError(f"messages[{i}] must be a dict, got {type(m).__name__}")
-

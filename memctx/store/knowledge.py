@@ -40,8 +40,10 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from memctx.errors import StoreError
-from memctx.retrieval.bm25 import lucene_idf
-from memctx.store.knowledge_rules import (
+from memctx.retrieval import lucene_idf
+from memctx.text import Redactor, tokenize_unique
+
+from .knowledge_rules import (
     Fact,
     FactType,
     NewFact,
@@ -50,8 +52,6 @@ from memctx.store.knowledge_rules import (
     decide_update,
     required_matches,
 )
-from memctx.text.keywords import tokenize_unique
-from memctx.text.redaction import Redactor
 
 __all__ = [
     "KNOWLEDGE_FILE",

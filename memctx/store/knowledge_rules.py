@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-from memctx.text.keywords import STOPWORDS, is_cjk, tokenize
+from memctx.text import STOPWORDS, is_cjk, tokenize
 
 __all__ = [
     "Fact",

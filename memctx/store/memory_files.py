@@ -11,7 +11,7 @@ and rebuilt from them.
   than a chunk is cut into pieces that all carry its line number. Chunks remember
   ``(path, start_line, end_line, text)`` with 1-based inclusive lines, the numbering
   :meth:`MemoryFiles.memory_get` reads.
-- **Index.** A :class:`~memctx.retrieval.bm25.BM25Index` and a :class:`~memctx.retrieval.vector_index.VectorIndex`
+- **Index.** A :class:`~memctx.retrieval.BM25Index` and a :class:`~memctx.retrieval.VectorIndex`
   over the chunks. :meth:`MemoryFiles.sync` re-reads a file only when its ``(mtime_ns, size)``
   changed or its mtime is within 2 s of when it was last hashed (the "racy" window of git's
   index: a same-size edit inside one mtime tick would be missed otherwise), and re-chunks it only
@@ -46,14 +46,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memctx.errors import StoreError
-from memctx.retrieval.bm25 import BM25Index
-from memctx.retrieval.vector_index import VectorIndex
-from memctx.text.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS, chunk_lines, split_lines
-from memctx.text.keywords import tokenize, tokenize_unique
-from memctx.text.redaction import Redactor
+from memctx.retrieval import BM25Index, VectorIndex
+from memctx.text import (
+    CHUNK_OVERLAP_TOKENS,
+    CHUNK_TOKENS,
+    Redactor,
+    chunk_lines,
+    split_lines,
+    tokenize,
+    tokenize_unique,
+)
 
 if TYPE_CHECKING:
-    from memctx.retrieval.embeddings import Embedder
+    from memctx.retrieval import Embedder
 
 __all__ = [
     "CHUNK_OVERLAP_TOKENS",

@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memctx.retrieval.hybrid import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
-from memctx.store.raw.store import RawStore
+from memctx.retrieval import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
+
+from .raw.store import RawStore
 
 __all__ = ["MAX_LIMIT", "memory_search", "search_store"]
 

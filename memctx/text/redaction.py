@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from memctx.text.redaction_checks import (
+from .redaction_checks import (
     _DIGITS,
     _LOWER,
     _UPPER,

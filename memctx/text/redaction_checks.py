@@ -1,8 +1,8 @@
 """Heuristics behind the redaction rules: is this value a literal secret, is this run random?
 
-Pure functions on strings, kept apart from the rule table in :mod:`memctx.text.redaction` so each can
-be read (and tested) on its own. The thresholds were set by measuring false positives on real
-agent sessions (``scripts/measure_redaction.py``), not by guessing.
+Pure functions on strings, kept apart from the rule table in :mod:`memctx.text.redaction` so
+each can be read (and tested) on its own. The thresholds were set by measuring false
+positives on real agent sessions (``scripts/measure_redaction.py``), not by guessing.
 """
 
 from __future__ import annotations

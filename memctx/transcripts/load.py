@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from memctx.errors import TranscriptError
-from memctx.messages.anatomy import RoleKind, role_kind
-from memctx.transcripts.claude import looks_like_claude_record, parse_claude_code
+from memctx.messages import RoleKind, role_kind
+
+from .claude import looks_like_claude_record, parse_claude_code
 
 __all__ = ["FORMATS", "Transcript", "Usage", "load_transcript", "load_transcripts"]
 

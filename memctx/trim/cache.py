@@ -31,21 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from memctx.messages.anatomy import (
-    MessageInfo,
-    blocks_token_text,
-    message_fingerprint,
-)
-from memctx.retrieval.bm25 import BM25Index
-from memctx.text.keywords import tokenize
-from memctx.trim.state import (
-    BoolArray,
-    FloatArray,
-    IntArray,
-    MessageFacts,
-    SessionState,
-    UnitMap,
-)
+from memctx.messages import MessageInfo, blocks_token_text, message_fingerprint
+from memctx.retrieval import BM25Index
+from memctx.text import tokenize
+
+from .state import BoolArray, FloatArray, IntArray, MessageFacts, SessionState, UnitMap
 
 __all__ = [
     "BoolArray",

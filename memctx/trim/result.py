@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from memctx.messages.pairing import repair_tool_pairing
-from memctx.trim.state import IntArray, ReadInfos, SessionState
+from memctx.messages import repair_tool_pairing
+
+from .state import IntArray, ReadInfos, SessionState
 
 __all__ = ["TrimCounts", "TrimResult", "finish_trim"]
 

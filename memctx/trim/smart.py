@@ -38,18 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from memctx.messages.anatomy import MessageInfo, RoleKind
-from memctx.messages.markers import is_compaction_summary
-from memctx.messages.tokens import estimate_message_tokens
-from memctx.trim.cache import (
-    BoolArray,
-    FloatArray,
-    IntArray,
-    SessionState,
-    TrimCache,
-    UnitMap,
-)
-from memctx.trim.result import TrimCounts, TrimResult, finish_trim
+from memctx.messages import MessageInfo, RoleKind, estimate_message_tokens, is_compaction_summary
+
+from .cache import BoolArray, FloatArray, IntArray, SessionState, TrimCache, UnitMap
+from .result import TrimCounts, TrimResult, finish_trim
 
 __all__ = [
     "DEFAULT_PROTECTED_RECENT",
@@ -71,8 +63,6 @@ RELEVANT_SHARE = 0.5
 # says index 1-2 with the system prompt at 0; Anthropic and Pi keep the system prompt out of
 # the list, which puts the summary at 0.
 _SUMMARY_WINDOW = 3
-
-
 
 
 def tool_units(infos: Sequence[MessageInfo]) -> list[list[int]]:

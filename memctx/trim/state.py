@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memctx.messages.anatomy import InfoCache, MessageInfo, RoleKind, inspect_message
-from memctx.messages.markers import is_recalled_block
+from memctx.messages import InfoCache, MessageInfo, RoleKind, inspect_message, is_recalled_block
 
 __all__ = [
     "BoolArray",

@@ -24,8 +24,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memctx.bench.locomo.data import Conversation, Question, Turn
-from memctx.recall.render import RecallHit, render_recall
+from memctx.recall import RecallHit, render_recall
+
+from .data import Conversation, Question, Turn
 
 __all__ = [
     "KS",

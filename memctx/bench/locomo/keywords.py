@@ -30,11 +30,16 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from memctx.retrieval.bm25 import BM25Index, QueryScores
-from memctx.retrieval.hybrid import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
-from memctx.store.raw.store import RawStore
-from memctx.text.keywords import tokenize
-from memctx.text.stem import stem_tokens
+from memctx.retrieval import (
+    DEFAULT_PARAMS,
+    BM25Index,
+    QueryScores,
+    ScoredKey,
+    SearchParams,
+    hybrid_search,
+)
+from memctx.store import RawStore
+from memctx.text import stem_tokens, tokenize
 
 __all__ = ["QUESTION_WORDS", "StemmedBM25", "keyword_terms", "search_stemmed", "stemmed_index"]
 

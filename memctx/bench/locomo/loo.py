@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memctx.bench.locomo.data import load_locomo
-from memctx.bench.locomo.methods import DEFAULT_METHOD, Method, evaluate_methods
+from .data import load_locomo
+from .methods import DEFAULT_METHOD, Method, evaluate_methods
 
 __all__ = ["GRID", "LooResult", "leave_one_out", "main"]
 
@@ -102,7 +102,7 @@ def run_loo(
 
 
 def main() -> None:
-    from memctx.bench.foundations import _datasets
+    from ..foundations import _datasets
 
     run_loo(_datasets() / "locomo" / "locomo7.json", cache_dir=Path(".cache") / "memctx")
 

@@ -26,8 +26,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from memctx.bench.locomo.data import CATEGORY_NAMES, Conversation, load_locomo
-from memctx.bench.locomo.evaluate import (
+from memctx.messages import estimate_tokens
+from memctx.retrieval import SEED_PRESET, Embedder, SearchParams, make_embedder
+from memctx.store import RawStore, search_store
+
+from .data import CATEGORY_NAMES, Conversation, load_locomo
+from .evaluate import (
     KS,
     PackerFactory,
     RecallReport,
@@ -36,12 +40,7 @@ from memctx.bench.locomo.evaluate import (
     per_turn_packer,
     rendered_packer,
 )
-from memctx.bench.locomo.keywords import StemmedBM25, search_stemmed, stemmed_index
-from memctx.messages.tokens import estimate_tokens
-from memctx.retrieval.embeddings import Embedder, make_embedder
-from memctx.retrieval.hybrid import SEED_PRESET, SearchParams
-from memctx.store.memory_search import search_store
-from memctx.store.raw.store import RawStore
+from .keywords import StemmedBM25, search_stemmed, stemmed_index
 
 __all__ = ["DEFAULT_METHOD", "METHODS", "Method", "evaluate_methods", "run_locomo"]
 

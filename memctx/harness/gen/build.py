@@ -14,17 +14,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memctx.harness.gen.check import normalise, scenario_problems
-from memctx.harness.gen.facts import REVISIONS_EN, REVISIONS_ZH, STATEMENTS_EN, STATEMENTS_ZH
-from memctx.harness.gen.facts import fill_template as _fill
-from memctx.harness.gen.files import SECRET_KINDS, secret_line
-from memctx.harness.gen.messages import Builder
-from memctx.harness.gen.project import Project
-from memctx.harness.gen.topics import Topic
-from memctx.harness.gen.turns import Plant, chat_turn, one_word_turn, work_turn
-from memctx.harness.gen.values import Value
-from memctx.harness.scenario import Probe, Scenario, Session
-from memctx.messages.anatomy import token_text
+from memctx.messages import token_text
+
+from ..answers import normalise_answer
+from ..scenario import Probe, Scenario, Session
+from .check import scenario_problems
+from .facts import REVISIONS_EN, REVISIONS_ZH, STATEMENTS_EN, STATEMENTS_ZH
+from .facts import fill_template as _fill
+from .files import SECRET_KINDS, secret_line
+from .messages import Builder
+from .project import Project
+from .topics import Topic
+from .turns import Plant, chat_turn, one_word_turn, work_turn
+from .values import Value
 
 __all__ = ["FactPlan", "GenError", "Plan", "PlantEv", "ProbeEv", "build_scenario"]
 
@@ -284,15 +286,17 @@ class _Assembler:
 
     def draw_values(self, attempt: int) -> list[Value]:
         plan = self.plan
-        texts = [normalise(_PH.sub(" ", token_text(m))) for b in self.builders for m in b.messages]
-        haystack = "\x00".join([*texts, *(normalise(r.question) for r in self.records)])
+        texts = [
+            normalise_answer(_PH.sub(" ", token_text(m))) for b in self.builders for m in b.messages
+        ]
+        haystack = "\x00".join([*texts, *(normalise_answer(r.question) for r in self.records)])
         rng = random.Random(f"{plan.key}:values:{attempt}")
         chosen: list[str] = []
         values: list[Value] = []
         for fi, _ in self.slots:
             for _ in range(500):
                 v = plan.facts[fi].topic.draw(rng, plan.project.language)
-                aliases = [normalise(a) for a in v.aliases]
+                aliases = [normalise_answer(a) for a in v.aliases]
                 if all(len(a) >= 3 and a not in haystack for a in aliases) and not any(
                     a in c or c in a for a in aliases for c in chosen
                 ):

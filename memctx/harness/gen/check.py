@@ -18,23 +18,16 @@ collapsed):
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterator
 from typing import Any
 
-from memctx.harness.scenario import Scenario
-from memctx.messages.anatomy import token_text
-from memctx.messages.pairing import pairing_violations
-from memctx.text.redaction import redact
+from memctx.messages import pairing_violations, token_text
+from memctx.text import redact
 
-__all__ = ["Corpus", "normalise", "scenario_problems"]
+from ..answers import normalise_answer
+from ..scenario import Scenario
 
-_SPACE = re.compile(r"\s+")
-
-
-def normalise(text: str) -> str:
-    """Case-folded, whitespace collapsed: how the harness looks for answers."""
-    return _SPACE.sub(" ", text).strip().casefold()
+__all__ = ["Corpus", "scenario_problems"]
 
 
 class Corpus:
@@ -46,7 +39,7 @@ class Corpus:
         for session in scenario.sessions:
             for i, message in enumerate(session.messages):
                 self.refs.append(f"{session.id}:{i}")
-                texts.append(normalise(token_text(message)))
+                texts.append(normalise_answer(token_text(message)))
         self.texts = texts
         self._starts: list[int] = []
         pos = 0
@@ -58,7 +51,7 @@ class Corpus:
 
     def where(self, needle: str) -> list[str]:
         """Refs of the messages whose normalised text contains ``needle`` (normalised)."""
-        needle = normalise(needle)
+        needle = normalise_answer(needle)
         found: dict[int, None] = {}
         start = self._joined.find(needle) if needle else -1
         while start >= 0:
@@ -96,9 +89,9 @@ def _problems(scenario: Scenario) -> Iterator[str]:
         if not p.evidence or len(p.evidence_text) != len(p.evidence):
             yield f"{where}: needs evidence and one evidence_text per evidence message"
             continue
-        question = normalise(p.question)
+        question = normalise_answer(p.question)
         for value in (*p.answers, *p.stale):
-            if normalise(value) in question:
+            if normalise_answer(value) in question:
                 yield f"{where}: question contains {value!r}"
         holders = {ref for a in p.answers for ref in corpus.where(a)}
         if holders != set(p.evidence):
@@ -108,18 +101,18 @@ def _problems(scenario: Scenario) -> Iterator[str]:
         if sid == p.session_id and int(idx) >= p.at:
             yield f"{where}: evidence {p.evidence[-1]} is not before at={p.at}"
         for ref, span in zip(p.evidence, p.evidence_text, strict=False):
-            if normalise(span) not in corpus.text(ref):
+            if normalise_answer(span) not in corpus.text(ref):
                 yield f"{where}: evidence_text {span!r} not in {ref}"
-            if not any(normalise(a) in normalise(span) for a in p.answers):
+            if not any(normalise_answer(a) in normalise_answer(span) for a in p.answers):
                 yield f"{where}: evidence_text {span!r} holds no answer"
         for value in p.stale:
             late = [ref for ref in corpus.where(value) if corpus.order(ref) >= first]
             if late:
                 yield f"{where}: stale {value!r} occurs at or after the evidence: {late}"
         for a in p.answers:
-            if len(normalise(a)) < 3:
+            if len(normalise_answer(a)) < 3:
                 yield f"{where}: answer {a!r} is too short to score"
-    answers = {normalise(a) for p in scenario.probes for a in p.answers}
+    answers = {normalise_answer(a) for p in scenario.probes for a in p.answers}
     for secret in scenario.secrets:
         refs = corpus.where(secret)
         if not refs:
@@ -129,7 +122,7 @@ def _problems(scenario: Scenario) -> Iterator[str]:
             raw = token_text(scenario.session(sid).messages[int(idx)])
             if secret in redact(raw):
                 yield f"secret {secret[:6]}... survives redaction in {ref}"
-        if any(a in normalise(secret) for a in answers):
+        if any(a in normalise_answer(secret) for a in answers):
             yield f"secret {secret[:6]}... contains an answer"
 
 

@@ -2,7 +2,8 @@
 
 Statements and revisions come from per-kind template banks, English and Chinese, at least
 eight of each per kind; questions, paraphrased questions and one-word questions are per topic
-(:mod:`memctx.harness.gen.topics`), values in :mod:`memctx.harness.gen.values`. Templates hold ``{subj}``
+(:mod:`~memctx.harness.gen.topics`), values in :mod:`~memctx.harness.gen.values`. Templates
+hold ``{subj}``
 (the topic's subject phrase, ``{Subj}`` capitalised) and ``{val}``.
 """
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 import string
 
-from memctx.harness.gen.code import FIELDS, VERBS
-from memctx.harness.gen.project import Project
+from .code import FIELDS, VERBS
+from .project import Project
 
 __all__ = ["SECRET_KINDS", "config_file", "secret_line"]
 

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.gen.build import GenError, build_scenario
-from memctx.harness.gen.suites import SUITES, suite_plans
-from memctx.harness.scenario import (
+from memctx.messages import estimate_messages_tokens
+
+from ..scenario import (
     SCENARIO_SCHEMA,
     Scenario,
     ScenarioError,
@@ -39,7 +39,8 @@ from memctx.harness.scenario import (
     dump_scenarios,
     load_scenarios,
 )
-from memctx.messages.tokens import estimate_messages_tokens
+from .build import GenError, build_scenario
+from .suites import SUITES, suite_plans
 
 __all__ = [
     "GENERATOR_VERSION",

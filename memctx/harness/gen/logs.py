@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from memctx.harness.gen.code import FIELDS, STATUSES, VERBS, cap, lower_camel
+from .code import FIELDS, STATUSES, VERBS, cap, lower_camel
 
 __all__ = ["test_log"]
 

@@ -22,7 +22,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.messages.tokens import estimate_message_tokens
+from memctx.messages import estimate_message_tokens
 
 __all__ = ["Builder", "Call"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from memctx.harness.gen.code import FIELDS, NOUNS, VERBS, code_line
+from .code import FIELDS, NOUNS, VERBS, code_line
 
 __all__ = [
     "STACKS",

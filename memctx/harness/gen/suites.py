@@ -17,10 +17,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from memctx.harness.gen.build import FactPlan, Plan, PlantEv, ProbeEv
-from memctx.harness.gen.project import STACKS, make_project
-from memctx.harness.gen.topics import TOPICS, Topic
-from memctx.harness.scenario import FORMATS
+from ..scenario import FORMATS
+from .build import FactPlan, Plan, PlantEv, ProbeEv
+from .project import STACKS, make_project
+from .topics import TOPICS, Topic
 
 __all__ = ["SUITES", "suite_plans"]
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from memctx.harness.gen.values import DRAWS, LIB_ZH, LIBS, Draw, Value, choice_value
+from .values import DRAWS, LIB_ZH, LIBS, Draw, Value, choice_value
 
 __all__ = ["TOPICS", "Topic", "topics_for"]
 

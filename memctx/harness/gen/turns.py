@@ -13,11 +13,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from memctx.harness.gen.code import FIELDS, VERBS, code_file, code_line
-from memctx.harness.gen.files import config_file
-from memctx.harness.gen.logs import test_log
-from memctx.harness.gen.messages import Builder, Call
-from memctx.harness.gen.project import (
+from .code import FIELDS, VERBS, code_file, code_line
+from .files import config_file
+from .logs import test_log
+from .messages import Builder, Call
+from .project import (
     Project,
     diff_text,
     git_log,

@@ -1,1 +1,33 @@
-"""memctx.harness.report."""
+"""The report of one evaluation run: ``report.md``, a self-contained ``report.html``, PNG
+charts (matplotlib, imported only when charts are drawn), the terminal table and the
+plain-language checks.
+"""
+
+from __future__ import annotations
+
+from .checks import Check, run_checks
+from .report import (
+    RUN_FILES,
+    RunDirError,
+    format_terminal_table,
+    headline_table,
+    load_probes,
+    load_summary,
+    report_main,
+    suite_table,
+    write_report,
+)
+
+__all__ = [
+    "RUN_FILES",
+    "Check",
+    "RunDirError",
+    "format_terminal_table",
+    "headline_table",
+    "load_probes",
+    "load_summary",
+    "report_main",
+    "run_checks",
+    "suite_table",
+    "write_report",
+]

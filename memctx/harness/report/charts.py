@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memctx.harness.report.checks import ALL, pair_label, pairs, suites
+from .checks import ALL, pair_label, pairs, suites
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

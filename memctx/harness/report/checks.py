@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.harness.schema import ALL_SUITES
+from ..schema import ALL_SUITES
 
 __all__ = ["ALL", "Check", "pair_label", "pairs", "run_checks", "suites"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.report.checks import ALL, Check, pair_label, pairs, run_checks, suites
+from .checks import ALL, Check, pair_label, pairs, run_checks, suites
 
 __all__ = [
     "RUN_FILES",
@@ -336,7 +336,7 @@ def _html(
 
 def _charts(run_dir: Path, summary: Mapping[str, Any]) -> tuple[list[Any], str]:
     try:
-        from memctx.harness.report.charts import pick_session, session_calls, write_charts
+        from .charts import pick_session, session_calls, write_charts
     except ImportError as exc:  # pragma: no cover - matplotlib is a dependency
         return [], f"Charts skipped: {exc}."
     try:

@@ -31,10 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from memctx.config.model import MemoryContextConfig
-from memctx.messages.anatomy import InfoCache, RoleKind
-from memctx.messages.markers import is_recalled_block
-from memctx.messages.tokens import TokenCounter
+from memctx.config import MemoryContextConfig
+from memctx.messages import (
+    InfoCache,
+    RoleKind,
+    TokenCounter,
+    is_recalled_block,
+    leading_system_count,
+)
 
 __all__ = [
     "STRATEGIES",
@@ -46,7 +50,6 @@ __all__ = [
     "StrategyFactory",
     "StrategySetup",
     "TruncateStrategy",
-    "head_length",
     "leading_blocks",
     "make_strategy",
     "register_strategy",
@@ -156,14 +159,6 @@ def make_strategy(name: str, setup: StrategySetup) -> Strategy:
     return factory(setup)
 
 
-def head_length(transcript: Messages, infos: InfoCache) -> int:
-    """How many leading system messages the transcript has (always kept)."""
-    head = 0
-    while head < len(transcript) and infos.info(transcript[head]).kind is RoleKind.SYSTEM:
-        head += 1
-    return head
-
-
 def leading_blocks(context: Messages, infos: InfoCache) -> int:
     """Recalled blocks before the first assistant message (where memctx inserts them)."""
     found = 0
@@ -236,7 +231,7 @@ class TruncateStrategy(BaseStrategy):
         started = time.perf_counter()
         setup = self.setup
         count = setup.counter.count_message
-        head = head_length(transcript, setup.infos)
+        head = leading_system_count(transcript, setup.infos)
         budget = setup.window - setup.config.reserve_tokens - sum(map(count, transcript[:head]))
         seen = len(self._seen)
         extends = (
@@ -267,7 +262,7 @@ class TruncateStrategy(BaseStrategy):
 
 def _memory_context(setup: StrategySetup) -> Strategy:
     # Imported on use: the runtime is heavy and only this strategy needs it.
-    from memctx.harness.strategies.memory_context import MemoryContextStrategy
+    from .memory_context import MemoryContextStrategy
 
     return MemoryContextStrategy(setup)
 

@@ -1,16 +1,13 @@
 """The ``memory-context`` strategy: memctx's hooks inside an agent loop that compacts.
 
 Before every call the agent sends ``MemoryContext.on_context(transcript)``. When the
-transcript passes ``window - reserve`` with ``reserve = min(compaction.reserveTokensFloor,
-window // 4)`` (OpenClaw's compaction reserve, capped so that small windows keep three
-quarters for history), the agent compacts: the newest messages up to :data:`TAIL_SHARE` of
-the window stay verbatim (:func:`tail_start` never separates a result from its call), the
-older part goes to ``on_before_compact`` (archive + background extraction) and is replaced
-by one ``[Context compacted] ...`` message written by the configured LLM
-(``extractionModel``; ``memctx/offline`` by default) as a rolling summary: the previous
-summary is part of what gets summarized. At the end of each session the rest of the
-transcript goes to ``on_before_compact`` as the session-end hook, so later sessions can
-recall it (``crossSession`` is switched on by the engine for multi-session scenarios).
+transcript passes the compaction threshold, the agent compacts with
+:class:`memctx.compaction.AgentCompactor` (a rolling LLM summary written by
+``extractionModel``, ``memctx/offline`` by default), and the part it replaces goes to
+``on_before_compact`` first (archive + background extraction). At the end of each session
+the rest of the transcript goes to ``on_before_compact`` as the session-end hook, so later
+sessions can recall it (``crossSession`` is switched on by the engine for multi-session
+scenarios).
 
 Determinism: the engine's clock is passed to ``MemoryContext`` and every hook is followed by
 ``wait_idle()`` outside the timed section, so background embedding and extraction finish
@@ -23,32 +20,19 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from memctx.config.model import MemoryContextConfig
-from memctx.harness.strategies.base import (
-    BaseStrategy,
-    Messages,
-    Prepared,
-    StrategySetup,
-    head_length,
-    leading_blocks,
-)
-from memctx.llm.client import LLMClient, task_marker
-from memctx.messages.anatomy import RoleKind, token_text
-from memctx.messages.markers import COMPACTED_PREFIX, is_compaction_summary, is_recalled_block
-from memctx.messages.pairing import repair_tool_pairing
-from memctx.retrieval.embeddings import Embedder, make_embedder
-from memctx.runtime.engine import MemoryContext
+from memctx.compaction import AgentCompactor
+from memctx.llm import LLMClient
+from memctx.messages import RoleKind, is_compaction_summary, is_recalled_block
+from memctx.retrieval import Embedder, make_embedder
+from memctx.runtime import MemoryContext
+
+from .base import BaseStrategy, Messages, Prepared, StrategySetup, leading_blocks
 
 __all__ = [
-    "TAIL_SHARE",
     "MemoryContextStrategy",
-    "compaction_reserve",
     "shared_embedder",
-    "tail_start",
 ]
 
-# After a compaction the newest messages up to this share of the window stay verbatim.
-TAIL_SHARE = 0.25
 _WAIT_S = 600.0  # background work of one hook never takes this long; a hang fails loudly
 
 
@@ -61,35 +45,6 @@ def shared_embedder(kind: str) -> Embedder:
         chosen: Literal["hash", "transformer"] = "transformer" if kind == "transformer" else "hash"
         _EMBEDDERS[kind] = make_embedder(chosen)
     return _EMBEDDERS[kind]
-
-
-def compaction_reserve(config: MemoryContextConfig, window: int) -> int:
-    """Tokens kept free by agent compaction: ``min(compaction.reserveTokensFloor, window//4)``."""
-    return min(config.compaction.reserve_tokens_floor, window // 4)
-
-
-def tail_start(transcript: Messages, head: int, budget: int, setup: StrategySetup) -> int:
-    """Index of the first message of the verbatim tail kept by a compaction.
-
-    The newest messages within ``budget`` tokens, extended backwards (never forwards, the
-    latest request must stay) to the nearest message that is not a tool result, so that no
-    kept result loses its call. Returns ``len(transcript)`` when nothing fits and no earlier
-    boundary exists after ``head``.
-    """
-    count = setup.counter.count_message
-    used = 0
-    start = len(transcript)
-    while start > head + 1:  # at least one message is left to compact
-        size = count(transcript[start - 1])
-        if used + size > budget:
-            break
-        used += size
-        start -= 1
-    while start < len(transcript) and start > head + 1:
-        if not setup.infos.info(transcript[start]).has_tool_results:
-            break
-        start -= 1
-    return start
 
 
 class MemoryContextStrategy(BaseStrategy):
@@ -108,7 +63,9 @@ class MemoryContextStrategy(BaseStrategy):
         self.extractor = LLMClient(self.config.extraction_model, cache_dir=self.store / "llm-cache")
         # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
         self.summarizer = LLMClient(self.config.extraction_model)
-        self.reserve = compaction_reserve(self.config, setup.window)
+        self.compactor = AgentCompactor(
+            self.config, setup.window, self.summarizer, setup.counter.count_message, setup.infos
+        )
         self.engine: MemoryContext | None = None
         self.failures = 0
 
@@ -140,48 +97,16 @@ class MemoryContextStrategy(BaseStrategy):
         return Prepared(context, latency, kept < len(transcript), engine.recall_cap)
 
     def compact(self, transcript: Messages, tokens: int) -> Messages | None:
-        window = self.setup.window
-        if tokens <= window - self.reserve:
+        if not self.compactor.due(tokens):
             return None
-        infos = self.setup.infos
-        head = head_length(transcript, infos)
-        cut = tail_start(transcript, head, int(window * TAIL_SHARE), self.setup)
-        old = transcript[head:cut]
-        fresh = [m for m in old if not is_recalled_block(m) and not is_compaction_summary(m)]
-        if not old or (not fresh and len(old) == 1):
-            return None  # nothing new to compact: only the previous summary is old
-        engine = self._engine()
-        if fresh:
-            engine.on_before_compact(fresh)
+        plan = self.compactor.plan(transcript)
+        if plan is None:
+            return None
+        if plan.fresh:
+            engine = self._engine()
+            engine.on_before_compact(plan.fresh)
             engine.wait_idle(_WAIT_S)
-        summary = {"role": "user", "content": f"{COMPACTED_PREFIX} {self._summarize(old)}"}
-        return repair_tool_pairing([*transcript[:head], summary, *transcript[cut:]], cache=infos)
-
-    def _summarize(self, old: Messages) -> str:
-        """The compaction summary of ``old`` (a rolling summary: earlier ones are inputs)."""
-        lines = []
-        for message in old:
-            kind = self.setup.infos.info(message).kind
-            text = token_text(message).strip()
-            if is_compaction_summary(message):
-                lines.append(f"previous summary: {text.removeprefix(COMPACTED_PREFIX).strip()}")
-            elif text:
-                lines.append(f"{kind.value}: {text}")
-        budget = min(self.config.compaction.max_summary_tokens, self.setup.window // 16)
-        reply = self.summarizer.complete(
-            [
-                {"role": "system", "content": task_marker("summarize")},
-                {
-                    "role": "user",
-                    "content": "Summarize this coding session so that the work can continue: "
-                    "decisions, configuration, open tasks, files touched, errors.\n"
-                    "<conversation>\n" + "\n".join(lines) + "\n</conversation>",
-                },
-            ],
-            task="summarize",
-            max_tokens=max(budget, 1),
-        )
-        return reply.text.strip()
+        return self.compactor.apply(transcript, plan)
 
     def search(self, query: str) -> list[str] | None:
         hits = self._engine().memory_search(query, limit=5)

@@ -22,10 +22,12 @@ from typing import Final
 import numpy as np
 
 from memctx.errors import StoreError, VmemError
-from memctx.retrieval.embeddings import Embedder
-from memctx.store.raw.counts import TermCounter
-from memctx.store.raw.index import SegmentIndex, age_cutoff
-from memctx.store.raw.io import (
+from memctx.retrieval import Embedder
+from memctx.text import Redactor
+
+from .counts import TermCounter
+from .index import SegmentIndex, age_cutoff
+from .io import (
     LOCK_FILE,
     SEGMENTS_FILE,
     SegmentInfo,
@@ -39,16 +41,9 @@ from memctx.store.raw.io import (
     path_ident,
     validate_session_id,
 )
-from memctx.store.raw.lock import LockTimeout, StoreLock
-from memctx.store.raw.terms import (
-    STALE_MIN,
-    TERMS_FILE,
-    TermCache,
-    read_term_cache,
-    write_term_cache,
-)
-from memctx.store.raw.vectors import VectorFile
-from memctx.text.redaction import Redactor
+from .lock import LockTimeout, StoreLock
+from .terms import STALE_MIN, TERMS_FILE, TermCache, read_term_cache, write_term_cache
+from .vectors import VectorFile
 
 __all__ = ["DEFAULT_REDACTOR", "RawStoreBase", "gc_paused"]
 

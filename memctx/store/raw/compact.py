@@ -15,8 +15,9 @@ import os
 from typing import Final
 
 from memctx.errors import StoreError, VmemError
-from memctx.store.raw.base import RawStoreBase, gc_paused
-from memctx.store.raw.io import read_runs, rewrite_file
+
+from .base import RawStoreBase, gc_paused
+from .io import read_runs, rewrite_file
 
 __all__ = ["CompactingStore"]
 

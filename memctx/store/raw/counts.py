@@ -1,11 +1,11 @@
 """Term counts of many segments at once: what a reopen without ``bm25.cache`` spends its time on.
 
 :class:`TermCounter` gives, for a batch of texts, exactly the counts of
-:func:`memctx.text.keywords.tokenize` of each text (as :class:`~memctx.retrieval.bm25.TermCounts`, which
+:func:`memctx.text.tokenize` of each text (as :class:`~memctx.retrieval.TermCounts`, which
 :meth:`~memctx.retrieval.bm25.BM25Index.add_counts` indexes), without tokenizing each text whole.
 
 Why it is exact: no token contains whitespace or an ASCII character other than letters,
-digits and ``_ . / -`` (the property :mod:`memctx.text.keywords`'s own fast path rests on), so such a
+digits and ``_ . / -`` (the property :mod:`memctx.text.keywords`'s fast path rests on), so such a
 character only ever separates tokens, and the tokens of a text are the tokens of its
 *chunks* (the runs between separators), in order. Any split at separators will do; this one
 maps the other ASCII bytes of the UTF-8 text to spaces and splits at ASCII whitespace,
@@ -29,9 +29,8 @@ from typing import Final
 
 import numpy as np
 
-from memctx.retrieval.bm25 import TermCounts
-from memctx.retrieval.bm25_parts import ranges
-from memctx.text.keywords import tokenize
+from memctx.retrieval import TermCounts, ranges
+from memctx.text import tokenize
 
 __all__ = ["SEPARATORS", "TermCounter"]
 

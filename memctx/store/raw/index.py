@@ -6,7 +6,7 @@ links. Contents stay on disk and are read back by offset, so memory grows with t
 segments and their vocabulary, not with the bytes of the file.
 
 Keys are ints (what :class:`~memctx.retrieval.bm25.BM25Index` and
-:class:`~memctx.retrieval.vector_index.VectorIndex` take), handed out in file order, never reused, and
+:class:`~memctx.retrieval.VectorIndex` take), handed out in file order, never reused, and
 kept for a segment id across reloads so that keys a caller holds stay valid.
 
 Not thread-safe: :class:`~memctx.store.raw.store.RawStore` serialises access with its lock.
@@ -20,11 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memctx.retrieval.bm25 import BM25Index, TermCounts
-from memctx.retrieval.hybrid import EpisodeIndex
-from memctx.retrieval.vector_index import VectorIndex
-from memctx.store.raw.counts import TermCounter
-from memctx.store.raw.io import SegmentInfo
+from memctx.retrieval import BM25Index, EpisodeIndex, TermCounts, VectorIndex
+
+from .counts import TermCounter
+from .io import SegmentInfo
 
 __all__ = ["SegmentIndex", "age_cutoff"]
 

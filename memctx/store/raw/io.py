@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from memctx.errors import StoreError
-from memctx.messages.tokens import estimate_tokens
-from memctx.store.raw.records import (
+from memctx.messages import estimate_tokens
+from memctx.text import Redactor, entities, tokenize, topics
+
+from .records import (
     Segment,
     SegmentInfo,
     clean_text,
@@ -32,9 +34,6 @@ from memctx.store.raw.records import (
     validate_role,
     validate_session_id,
 )
-from memctx.text.keywords import tokenize
-from memctx.text.redaction import Redactor
-from memctx.text.tagging import entities, topics
 
 __all__ = [
     "LOCK_FILE",

@@ -48,14 +48,12 @@ from typing import Any
 import numpy as np
 
 from memctx.errors import StoreError, VmemError
-from memctx.retrieval.bm25 import BM25Index
-from memctx.retrieval.embeddings import Embedder
-from memctx.retrieval.hybrid import EpisodeIndex
-from memctx.retrieval.vector_index import VectorIndex
-from memctx.store.raw.base import O_CLOEXEC
-from memctx.store.raw.compact import CompactingStore
-from memctx.store.raw.index import age_cutoff
-from memctx.store.raw.io import (
+from memctx.retrieval import BM25Index, Embedder, EpisodeIndex, VectorIndex
+
+from .base import O_CLOEXEC
+from .compact import CompactingStore
+from .index import age_cutoff
+from .io import (
     Prepared,
     Segment,
     SegmentInfo,

@@ -42,8 +42,8 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from memctx.retrieval.bm25 import BM25Index, TermCounts
-from memctx.text.keywords import TOKENIZER_VERSION
+from memctx.retrieval import BM25Index, TermCounts
+from memctx.text import TOKENIZER_VERSION
 
 __all__ = ["STALE_MIN", "TERMS_FILE", "TermCache", "read_term_cache", "write_term_cache"]
 

@@ -24,8 +24,8 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from memctx.errors import StoreError, VmemError
-from memctx.store.raw.io import child_path, file_size, rewrite_file
-from memctx.store.vmem import (
+
+from ..vmem import (
     VMEM_HEADER,
     VMEM_MAGIC,
     VMEM_VERSION,
@@ -35,6 +35,7 @@ from memctx.store.vmem import (
     vmem_status,
     write_vmem,
 )
+from .io import child_path, file_size, rewrite_file
 
 __all__ = [
     "VECTORS_FILE",

@@ -1,0 +1,73 @@
+"""The recall candidates: live facts from the knowledge store and archived details from the
+raw store, for :func:`~memctx.recall.block.build_recall_block` to choose from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from memctx.retrieval import SearchParams
+from memctx.store import KnowledgeStore, RawStore, search_store
+
+from .block import RecallItem, detail_label, message_source
+
+__all__ = ["detail_items", "knowledge_items"]
+
+
+def knowledge_items(store: KnowledgeStore, query: str, limit: int) -> list[RecallItem]:
+    """Live facts matching ``query`` (the store's adaptive keyword threshold), best first."""
+    return [
+        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id, (fact.timestamp, 0))
+        for fact, score in store.search(query, limit=limit)
+    ]
+
+
+def detail_items(
+    store: RawStore,
+    query: str,
+    *,
+    session_id: str,
+    cross_session: bool,
+    params: SearchParams,
+    limit: int,
+    exclude_ids: Collection[str] = (),
+) -> list[RecallItem]:
+    """Archived segments for ``query``; segments the context still holds are left out.
+
+    ``exclude_ids`` names segments whose message is in the context being sent: recalling
+    them would spend the cap on text the model already sees.
+    """
+    out: list[RecallItem] = []
+    want = limit + len(exclude_ids)  # usually one search: the pool is bounded anyway
+    while True:
+        hits = search_store(
+            store,
+            query,
+            limit=want,
+            session_id=session_id,
+            cross_session=cross_session,
+            params=params,
+        )
+        with store.lock:
+            # Metadata first: no file read for segments that are skipped.
+            fresh = (
+                [h for h in hits if store.segment(h.key).id not in exclude_ids]
+                if exclude_ids
+                else hits
+            )
+            if len(fresh) >= limit or len(hits) < want:
+                for hit in fresh[:limit]:
+                    segment = store.get(hit.key)
+                    label = detail_label(segment.timestamp, segment.role)
+                    order = (segment.timestamp, hit.key)  # store keys grow with each add
+                    source = message_source(
+                        segment.session_id, segment.timestamp, segment.turn, segment.role
+                    )
+                    out.append(
+                        RecallItem(
+                            "detail", segment.content, hit.score, label, segment.id, order, source
+                        )
+                    )
+                break
+        want *= 4  # most of the best hits are still in the context: look further
+    return out
