@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 from memctx.bench.locomo.data import load_locomo
-from memctx.bench.locomo.methods import _archive
+from memctx.bench.locomo.methods import archive_conversation
 from memctx.retrieval.embeddings import make_embedder
 from memctx.store.memory_search import search_store
 
@@ -33,7 +33,7 @@ def main(kind: str) -> None:
     off_topic: list[float] = []
     with tempfile.TemporaryDirectory() as root:
         for conv in convs:
-            store, turn_of_key = _archive(conv, embedder, Path(root))
+            store, turn_of_key = archive_conversation(conv, embedder, Path(root))
             ids = {t.index: t.dia_id for t in conv.turns}
             for q in conv.questions:
                 if q.category not in (1, 2, 3, 4):

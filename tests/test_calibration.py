@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx.cli.foundation import _claude_sessions
+from memctx.cli.foundation import claude_sessions
 from memctx.messages.calibration import measure_counter
 from memctx.messages.tokens import TokenCounter
 
@@ -24,7 +24,7 @@ def test_measure_counter_recovers_a_known_scale() -> None:
 
 @pytest.mark.dataset
 def test_estimate_error_on_real_claude_code_sessions_matches_the_readme() -> None:
-    sessions = _claude_sessions(dataset_path("claude-code").parent)
+    sessions = claude_sessions(dataset_path("claude-code").parent)
     assert len(sessions) == 3
     for session in sessions:
         usage = {i: u.context_tokens for i, u in session.usage.items()}

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctx.text.redaction import Hit, RedactionResult, Redactor, redact, redact_with_report
-from memctx.text.redaction_checks import _looks_random
+from memctx.text.redaction_checks import looks_random
 
 UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
 B62 = UPPER + LOWER + DIGITS
@@ -58,7 +58,7 @@ def random_token(rng: random.Random) -> str:
     measured price of no false positive on real sessions); this draws again until the shape
     test accepts, so the properties below test context, not luck.
     """
-    while not _looks_random(token := rand(rng, 40)):
+    while not looks_random(token := rand(rng, 40)):
         pass
     return token
 

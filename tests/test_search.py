@@ -20,7 +20,7 @@ from memctx.retrieval.hybrid import (
     EpisodeIndex,
     ScoredKey,
     SearchParams,
-    _decay,
+    decay_factor,
     hybrid_search,
 )
 from memctx.retrieval.vector_index import VectorIndex
@@ -287,7 +287,7 @@ def _reference_hybrid_search(
         if now is not None:
             stamp = timestamp_of(key)
             if stamp is not None:
-                score *= _decay(now - stamp, params)
+                score *= decay_factor(now - stamp, params)
         if score >= params.min_score and not math.isnan(score):
             results.append(ScoredKey(key, score, vec, text))
     results.sort(key=lambda r: (-r.score, r.key))

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from memctx.text import keywords as text_module
 from memctx.text.keywords import (
-    _chunk_tokens,
-    _run_tokens,
-    _tokenize_general,
-    _word_tokens,
+    cached_word_tokens,
+    chunk_cache,
     is_cjk,
+    run_tokens,
     tokenize,
+    tokenize_general,
     tokenize_unique,
 )
 
@@ -100,38 +100,38 @@ _MIXED_TEXT = st.lists(
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(_MIXED_TEXT)
 def test_fast_path_equals_the_general_path(text: str) -> None:
-    assert tokenize(text) == _tokenize_general(text, _word_tokens)
-    assert tokenize(text) == _tokenize_general(text, _run_tokens)  # cached or not: the same
+    assert tokenize(text) == tokenize_general(text, cached_word_tokens)
+    assert tokenize(text) == tokenize_general(text, run_tokens)  # cached or not: the same
 
 
 def test_fast_path_survives_the_cache_filling_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(text_module, "_CHUNK_CACHE_MAX", 8)
-    _chunk_tokens.clear()
+    monkeypatch.setattr(text_module, "CHUNK_CACHE_MAX", 8)
+    chunk_cache.clear()
     rng = random.Random(5)
     for _ in range(300):
         text = " ".join(rng.choice(_PIECES) + str(rng.randrange(50)) for _ in range(12))
-        assert tokenize(text) == _tokenize_general(text, _word_tokens)
-        assert len(_chunk_tokens) <= 8
-    _chunk_tokens.clear()
+        assert tokenize(text) == tokenize_general(text, cached_word_tokens)
+        assert len(chunk_cache) <= 8
+    chunk_cache.clear()
 
 
 def test_non_cjk_unicode_takes_the_fast_path_and_cjk_the_general_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[str] = []
-    real = text_module._tokenize_general
+    real = text_module.tokenize_general
 
     def spy(text: str, word_tokens: Callable[[str], tuple[str, ...]]) -> list[str]:
         calls.append(text)
         return real(text, word_tokens)
 
     latin, cjk = "café naïve résumé déjà-vu", "使用 数据库 now"
-    expected = _tokenize_general(latin, _word_tokens)
-    monkeypatch.setattr(text_module, "_tokenize_general", spy)
-    _chunk_tokens.clear()
+    expected = tokenize_general(latin, cached_word_tokens)
+    monkeypatch.setattr(text_module, "tokenize_general", spy)
+    chunk_cache.clear()
     assert tokenize(latin) == expected
     assert calls and all(len(c) < 10 for c in calls)  # chunk misses only, not the text
     calls.clear()
     assert tokenize(cjk) == ["使用", "数据", "据库", "now"]
     assert calls == [cjk]
-    _chunk_tokens.clear()
+    chunk_cache.clear()

@@ -132,7 +132,7 @@ def main() -> None:
     print("\n== context hook, 2,000 messages, 20,000 archived segments ==")
     run_runtime_bench()
 
-    locomo = _datasets() / "locomo" / "locomo7.json"
+    locomo = datasets_dir() / "locomo" / "locomo7.json"
     if not locomo.exists():
         print(f"\nLoCoMo: {locomo} not found; set MEMCTX_DATASETS to the datasets folder")
         return
@@ -142,7 +142,7 @@ def main() -> None:
     run_locomo(locomo, cache_dir=Path(".cache") / "memctx")
 
 
-def _datasets() -> Path:
+def datasets_dir() -> Path:
     default = Path(__file__).resolve().parents[3] / "shared" / "datasets"
     return Path(os.environ.get("MEMCTX_DATASETS", default))
 

@@ -111,7 +111,7 @@ def check_transcripts(paths: Sequence[Path], *, trials: int = 50) -> int:
     return 1 if failures else 0
 
 
-def _claude_sessions(root: Path) -> list[Transcript]:
+def claude_sessions(root: Path) -> list[Transcript]:
     """The real Claude Code sessions: the ones with a recorded compaction."""
     sessions = []
     for path in sorted((root / "claude-code").glob("*.jsonl")):
@@ -123,7 +123,7 @@ def _claude_sessions(root: Path) -> list[Transcript]:
 
 def calibrate_tokens(root: Path, *, models: Sequence[str] | None = None) -> int:
     """Print each counter's error against Claude Code's reported input tokens."""
-    sessions = _claude_sessions(root)
+    sessions = claude_sessions(root)
     if not sessions:
         print(f"no Claude Code sessions with usage under {root / 'claude-code'}")
         return 2

@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_snake
 
 from memctx.errors import ConfigError
 
-from .model import MemoryContextConfig, _validate
+from .model import MemoryContextConfig, validate_config
 
 __all__ = ["load_config"]
 
@@ -146,4 +146,4 @@ def load_config(path: str | os.PathLike[str]) -> MemoryContextConfig:
     prefix: Callable[[str], str] = str
     if "agents" in data:
         data, prefix = _from_openclaw(data, file)
-    return _validate(MemoryContextConfig, data, f"config file {file}", prefix)
+    return validate_config(MemoryContextConfig, data, f"config file {file}", prefix)

@@ -160,7 +160,7 @@ class _Model(BaseModel):
         """
         if not isinstance(data, Mapping):
             raise ConfigError(f"config must be a mapping of settings, got {type(data).__name__}")
-        return _validate(cls, dict(data), "config")
+        return validate_config(cls, dict(data), "config")
 
 
 class MemoryFlushConfig(_Model):
@@ -466,7 +466,7 @@ def _config_error(source: str, problems: list[str]) -> ConfigError:
     return ConfigError("\n".join(lines))
 
 
-def _validate(
+def validate_config(
     cls: type[_M], data: dict[str, Any], source: str, prefix: Callable[[str], str] = str
 ) -> _M:
     if bad := _key_problems(data):

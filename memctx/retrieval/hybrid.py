@@ -168,7 +168,7 @@ def _none_for_negative(values: np.ndarray) -> list[int | None]:
     return [None if v < 0 else v for v in values.tolist()]
 
 
-def _decay(age: float, params: SearchParams) -> float:
+def decay_factor(age: float, params: SearchParams) -> float:
     factor = 1.0
     if params.decay < 1.0:
         factor *= params.decay ** (max(age, 0.0) / params.decay_unit_seconds)
@@ -251,7 +251,7 @@ def hybrid_search(
     scores = value / scale
     if now is not None:
         stamps = map(timestamp_of, cand_list)
-        factors = [1.0 if t is None else _decay(now - t, params) for t in stamps]
+        factors = [1.0 if t is None else decay_factor(now - t, params) for t in stamps]
         scores = scores * np.array(factors)
     ok = np.flatnonzero((scores >= params.min_score) & ~np.isnan(scores))
     key_arr = np.array(cand_list, dtype=np.int64)[ok]

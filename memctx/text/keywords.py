@@ -53,7 +53,7 @@ def is_cjk(text: str) -> bool:
     return _CJK_RE.search(text) is not None
 
 
-def _run_tokens(word: str) -> tuple[str, ...]:
+def run_tokens(word: str) -> tuple[str, ...]:
     """A Latin run and its parts: whole, path/dotted parts, identifier sub-tokens."""
     # Most runs are plain lower-case words or numbers: they have no parts, and the general
     # rules below would return the same single token (or none, for a stop word).
@@ -77,7 +77,7 @@ def _run_tokens(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-_word_tokens = lru_cache(maxsize=65_536)(_run_tokens)
+cached_word_tokens = lru_cache(maxsize=65_536)(run_tokens)
 
 
 def _cjk_tokens(run: str) -> list[str]:
@@ -86,7 +86,7 @@ def _cjk_tokens(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def _tokenize_general(text: str, word_tokens: Callable[[str], tuple[str, ...]]) -> list[str]:
+def tokenize_general(text: str, word_tokens: Callable[[str], tuple[str, ...]]) -> list[str]:
     """The definition of :func:`tokenize`: one regex match at a time."""
     out: list[str] = []
     for match in _TOKEN_RE.finditer(text):
@@ -106,25 +106,25 @@ def _tokenize_general(text: str, word_tokens: Callable[[str], tuple[str, ...]]) 
 # general path pays a regex match and a Python call per word instead (~3x slower).
 _TOKEN_ASCII = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-")
 _TO_SPACE = str.maketrans({chr(c): " " for c in range(128) if chr(c) not in _TOKEN_ASCII})
-_CHUNK_CACHE_MAX = 65_536  # entries; ~10 MB when full, then it starts afresh
+CHUNK_CACHE_MAX = 65_536  # entries; ~10 MB when full, then it starts afresh
 
 
 class _ChunkCache(dict[str, tuple[str, ...]]):
     """chunk -> its tokens; a miss is computed by the general path and remembered."""
 
     def __missing__(self, chunk: str) -> tuple[str, ...]:
-        if len(self) >= _CHUNK_CACHE_MAX:
+        if len(self) >= CHUNK_CACHE_MAX:
             # Clearing beats an LRU here: hits stay a plain C dict look-up, and the words
             # that matter come back at once. (Unique chunks, e.g. request ids, fill it.)
             self.clear()
         if _RUN_RE.fullmatch(chunk):  # the usual miss: one word, number or path
-            tokens = self[chunk] = _run_tokens(chunk)
+            tokens = self[chunk] = run_tokens(chunk)
         else:
-            tokens = self[chunk] = tuple(_tokenize_general(chunk, _run_tokens))
+            tokens = self[chunk] = tuple(tokenize_general(chunk, run_tokens))
         return tokens
 
 
-_chunk_tokens = _ChunkCache()
+chunk_cache = _ChunkCache()
 
 
 def tokenize(text: str) -> list[str]:
@@ -133,9 +133,9 @@ def tokenize(text: str) -> list[str]:
         return []
     if not text.isascii() and _CJK_RE.search(text) is not None:
         # CJK runs have no spaces: a whole sentence is one chunk, rarely seen twice.
-        return _tokenize_general(text, _word_tokens)
+        return tokenize_general(text, cached_word_tokens)
     chunks = text.translate(_TO_SPACE).split()
-    return list(chain.from_iterable(map(_chunk_tokens.__getitem__, chunks)))
+    return list(chain.from_iterable(map(chunk_cache.__getitem__, chunks)))
 
 
 def tokenize_unique(text: str) -> list[str]:

@@ -57,16 +57,16 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from .redaction_checks import (
-    _DIGITS,
-    _LOWER,
-    _UPPER,
-    _credential_check,
-    _env_key_check,
-    _high_entropy_check,
-    _mixed_check,
-    _npmrc_check,
-    _secret_value_check,
-    _url_check,
+    DIGITS,
+    LOWER,
+    UPPER,
+    credential_check,
+    env_key_check,
+    high_entropy_check,
+    mixed_check,
+    npmrc_check,
+    secret_value_check,
+    url_check,
 )
 
 __all__ = ["Hit", "RedactionResult", "Redactor", "redact", "redact_with_report"]
@@ -77,7 +77,7 @@ _Check: TypeAlias = Callable[[str, re.Match[str], _Span], _Span | None]
 
 _MARKER_RE = re.compile(r"\[REDACTED:[a-z][a-z0-9_]*(?::[0-9a-f]{6})?\]")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
-_TOKEN_CHARS = _UPPER | _LOWER | _DIGITS | {"_", "-"}
+_TOKEN_CHARS = UPPER | LOWER | DIGITS | {"_", "-"}
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
@@ -143,8 +143,8 @@ _RULES: tuple[_Rule, ...] = (
     _r("private_key", _PEM + r"(?P<secret>[\s\S]{1,16000}?)-----END (?P=label)-----", "-----begin"),
     _r("private_key", _PEM + r"(?P<secret>(?:(?!-----)[\w+/=\s:,.\\-]){1,16000})", "-----begin"),
     _r("jwt", rf"eyJ[{_T}]{{8,}}\.[{_T}]{{8,}}\.[{_T}]{{8,}}", "eyj", bounded=True),
-    _r("anthropic_key", rf"sk-ant-[{_T}]{{20,}}", "sk-ant-", _mixed_check, bounded=True),
-    _r("openai_key", rf"sk-(?!ant-)[{_T}]{{20,}}", "sk-", _mixed_check, bounded=True),
+    _r("anthropic_key", rf"sk-ant-[{_T}]{{20,}}", "sk-ant-", mixed_check, bounded=True),
+    _r("openai_key", rf"sk-(?!ant-)[{_T}]{{20,}}", "sk-", mixed_check, bounded=True),
     _r("github_token", r"gh[pousr]_[A-Za-z0-9]{30,}", "gh", bounded=True),
     _r("github_token", rf"github_pat_[{_T}]{{22,}}", "github_pat_", bounded=True),
     _r("aws_access_key_id", r"A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])", "akia asia", bounded=True),
@@ -153,14 +153,14 @@ _RULES: tuple[_Rule, ...] = (
     _r("stripe_key", r"sk_(?:live|test)_[A-Za-z0-9]{16,}", "sk_", bounded=True),
     _r("stripe_key", r"rk_(?:live|test)_[A-Za-z0-9]{16,}", "rk_", bounded=True),
     _r("google_api_key", rf"AIza[{_T}]{{35,}}", "aiza", bounded=True),
-    _r("npm_token", rf"_auth(?:Token)?[ \t]*=[ \t]*{_VALUE}", "_auth", _npmrc_check),
+    _r("npm_token", rf"_auth(?:Token)?[ \t]*=[ \t]*{_VALUE}", "_auth", npmrc_check),
     _r("npm_token", r"npm_[A-Za-z0-9]{36,}", "npm_", bounded=True),
-    _r("url_password", _URL_PASSWORD, "://", _url_check),
-    _r("auth_header", _AUTH_HEADER, "authorization", _credential_check, on_lower=True),
-    _r("bearer_token", _BEARER, "bearer", _credential_check, on_lower=True),
-    _r("secret_value", _SECRET_KEY, "key token secret pass", _secret_value_check, on_lower=True),
-    _r("secret_value", _ENV_KEY, "_key _pass _pwd _auth _credential", _env_key_check),
-    _r("high_entropy", r"[A-Za-z0-9+/_.\-]{32,}=*", "", _high_entropy_check, min_len=32),
+    _r("url_password", _URL_PASSWORD, "://", url_check),
+    _r("auth_header", _AUTH_HEADER, "authorization", credential_check, on_lower=True),
+    _r("bearer_token", _BEARER, "bearer", credential_check, on_lower=True),
+    _r("secret_value", _SECRET_KEY, "key token secret pass", secret_value_check, on_lower=True),
+    _r("secret_value", _ENV_KEY, "_key _pass _pwd _auth _credential", env_key_check),
+    _r("high_entropy", r"[A-Za-z0-9+/_.\-]{32,}=*", "", high_entropy_check, min_len=32),
 )
 
 

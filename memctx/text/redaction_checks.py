@@ -13,9 +13,9 @@ import re
 from collections import Counter
 
 _Span = tuple[int, int]
-_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
-_DIGITS = frozenset("0123456789")
+UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+DIGITS = frozenset("0123456789")
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "bot", "apikey", "negotiate"})
 _ENV_KEY_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*\Z")
 
@@ -69,7 +69,7 @@ def _literal_value(value: str, quoted: bool = False) -> bool:
     return not _name_like(v.rstrip("="))
 
 
-def _secret_value_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def secret_value_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     if m.start() and text[m.start() - 1] == ":":  # ``arn:aws:secretsmanager:..:secret:name``
         return None
     value = text[span[0] : span[1]]
@@ -81,7 +81,7 @@ def _secret_value_check(text: str, m: re.Match[str], span: _Span) -> _Span | Non
     return span if _literal_value(value, m.group("qv") is not None) else None
 
 
-def _env_key_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def env_key_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     if not _ENV_KEY_RE.search(text, max(0, m.start() - 64), m.start()):
         return None
     value = text[span[0] : span[1]]
@@ -90,13 +90,13 @@ def _env_key_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     return span if any(c.isdigit() for c in value) and any(c.isalpha() for c in value) else None
 
 
-def _npmrc_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def npmrc_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     if m.start() and text[m.start() - 1] not in ":\n":  # ``//registry/:_authToken=`` lines
         return None
     return span if _literal_value(text[span[0] : span[1]], m.group("qv") is not None) else None
 
 
-def _credential_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def credential_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     value = text[span[0] : span[1]]
     if value.lower() in _AUTH_SCHEMES or len(value) < 8 or not _literal_value(value):
         return None
@@ -105,12 +105,12 @@ def _credential_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     return span if any(c.isdigit() or c in "+/=_-.~" for c in value) else None
 
 
-def _url_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def url_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     value = text[span[0] : span[1]]
     return None if value[0] in "$%{<" or set(value) <= {"*"} else span
 
 
-def _mixed_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def mixed_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     """Provider keys are random base62: ``sk-toggleable__label`` is a CSS class, not a key.
 
     Upper, lower and digits together mark a key; a long run (32+) of mixed case counts too,
@@ -118,8 +118,8 @@ def _mixed_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     """
     raw = text[span[0] + 3 : span[1]]
     body = set(raw)
-    mixed_case = bool(body & _UPPER and body & _LOWER)
-    if mixed_case and (body & _DIGITS or (len(raw) >= 32 and "__" not in raw)):
+    mixed_case = bool(body & UPPER and body & LOWER)
+    if mixed_case and (body & DIGITS or (len(raw) >= 32 and "__" not in raw)):
         return span
     return None
 
@@ -141,9 +141,7 @@ _SEPARATOR_RE = re.compile(r"[+/_.\-]")
 _WORD_PART_RE = re.compile(r"(?:[A-Z]*[a-z]{2,})+|[A-Z]{2,}")
 _UUID_SHAPE_RE = re.compile(r"[0-9A-Za-z]{8}(?:-[0-9A-Za-z]{4}){3}-[0-9A-Za-z]{12}")
 _URLSAFE = str.maketrans("-_", "+/")
-_CLASS_OF = str.maketrans(
-    "".join(sorted(_UPPER | _LOWER | _DIGITS)), "0" * 10 + "A" * 26 + "a" * 26
-)
+_CLASS_OF = str.maketrans("".join(sorted(UPPER | LOWER | DIGITS)), "0" * 10 + "A" * 26 + "a" * 26)
 _CLASS_RUN_RE = re.compile(r"A+|a+|0+")
 
 
@@ -170,7 +168,7 @@ def _encoded_text(token: str) -> bool:
     return False
 
 
-def _looks_random(token: str) -> bool:
+def looks_random(token: str) -> bool:
     """The shape test of ``high_entropy`` (see the module docstring), without context."""
     if ("/" in token or "+" in token) and ("-" in token or "_" in token or "." in token):
         return False
@@ -180,7 +178,7 @@ def _looks_random(token: str) -> bool:
     chars = set(body)
     if n < 32 or len(token) > 256 or chars <= _HEXISH:
         return False
-    if not (chars & _UPPER and chars & _LOWER and chars & _DIGITS):
+    if not (chars & UPPER and chars & LOWER and chars & DIGITS):
         return False
     alnum = _SEPARATOR_RE.sub("", body)
     if n - len(alnum) > 0.16 * n or _class_changes(alnum) < 0.35:
@@ -195,13 +193,13 @@ def _looks_random(token: str) -> bool:
     return not _wordy(body) and not _encoded_text(body)
 
 
-def _high_entropy_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def high_entropy_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     start, end = span
     while end > start and text[end - 1] == ".":  # a sentence's full stop
         end -= 1
     while start < end and text[start] == ".":
         start += 1
-    if not _looks_random(text[start:end].rstrip("=")) or _HASH_PREFIX_RE.match(text, start):
+    if not looks_random(text[start:end].rstrip("=")) or _HASH_PREFIX_RE.match(text, start):
         return None
     if _CONTEXT_RE.search(text[max(0, start - 40) : start].lower()):
         return None

@@ -102,9 +102,9 @@ def run_loo(
 
 
 def main() -> None:
-    from ..foundations import _datasets
+    from ..foundations import datasets_dir
 
-    run_loo(_datasets() / "locomo" / "locomo7.json", cache_dir=Path(".cache") / "memctx")
+    run_loo(datasets_dir() / "locomo" / "locomo7.json", cache_dir=Path(".cache") / "memctx")
 
 
 if __name__ == "__main__":

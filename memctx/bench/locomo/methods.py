@@ -89,7 +89,9 @@ METHODS = (
 )
 
 
-def _archive(conv: Conversation, embedder: Embedder, root: Path) -> tuple[RawStore, list[int]]:
+def archive_conversation(
+    conv: Conversation, embedder: Embedder, root: Path
+) -> tuple[RawStore, list[int]]:
     """Store every turn; return the store and the turn index of each segment key."""
     store = RawStore(root / conv.sample_id, embedder=embedder, eviction_days=None)
     speaker_a = conv.speakers[0]
@@ -156,7 +158,7 @@ class _Archive:
     """One conversation's store, its key -> turn map and its keyword indexes (made once)."""
 
     def __init__(self, conv: Conversation, embedder: Embedder, root: Path) -> None:
-        self.store, self.turn_of_key = _archive(conv, embedder, root)
+        self.store, self.turn_of_key = archive_conversation(conv, embedder, root)
         self.now = max(t.timestamp for t in conv.turns)
         self._indexes: dict[str, StemmedBM25] = {}
 
