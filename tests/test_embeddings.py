@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -87,18 +85,10 @@ def test_hash_morphology_identifiers_and_cjk(query: str, near: str, far: str) ->
     assert _cos(q, n) > _cos(q, f) + 0.15
 
 
-def test_hash_version_and_speed() -> None:
+def test_hash_version() -> None:
+    # Its speed (0.5 ms per 900 characters) is a goal of `make bench`, not a test.
     emb = HashEmbedder()
     assert emb.name == "hash" and emb.version == f"hash-v{_embeddings.HASH_EMBEDDER_VERSION}-d384"
-    text = (Path(_embeddings.__file__).read_text()[:900]).replace("\n", " ")
-    emb.embed([text])
-    times = []
-    for _ in range(50):
-        start = time.perf_counter()
-        emb.embed([text])
-        times.append(time.perf_counter() - start)
-    # The target is 0.5 ms; the bound is loose because tests share the machine.
-    assert statistics.median(times) < 0.005
 
 
 def test_embed_rejects_a_bare_string() -> None:

@@ -12,7 +12,6 @@ import gzip
 import json
 import re
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -360,11 +359,9 @@ def test_long_haul_exceeds_a_million_tokens_with_probes_throughout(
     assert sum("late" in p.tags for p in scenario.probes) >= 10
 
 
-def test_full_scale_sizes_and_speed() -> None:
-    start = time.perf_counter()
+def test_full_scale_sizes() -> None:
+    # How fast the full set is generated is a goal of `make bench`, not a test.
     stats = {suite: suite_stats(generate_suite(suite, scale=1.0)) for suite in SUITES}
-    elapsed = time.perf_counter() - start
-    assert elapsed < 20
     probes = sum(s["probes"] for s in stats.values())
     tokens = sum(s["tokens"] for s in stats.values())
     assert 350 <= probes <= 500 and tokens <= 2_700_000

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import struct
-import time
 import uuid
 from pathlib import Path
 
@@ -159,18 +158,14 @@ def test_bad_arguments(tmp_path: Path) -> None:
         read_vmem(tmp_path / "v.bin", 0)
 
 
-def test_reading_20000_by_384_is_fast(tmp_path: Path) -> None:
+def test_reading_20000_by_384(tmp_path: Path) -> None:
+    # Its speed (under 0.5 s) is a goal of `make bench`, not a test.
     path = tmp_path / "vectors.bin"
     ids, vecs = _data(20_000, dim=384)
     write_vmem(path, ids, vecs)
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        got_ids, got = read_vmem(path, 384)
-        best = min(best, time.perf_counter() - start)
-    assert got_ids[-1] == ids[-1] and got.shape == (20_000, 384)
-    np.testing.assert_array_equal(got[12_345], vecs[12_345])
-    assert best < 0.5, f"read_vmem took {best:.3f}s"
+    got_ids, got = read_vmem(path, 384)
+    assert got_ids == ids and got.shape == (20_000, 384)
+    np.testing.assert_array_equal(got, vecs)
 
 
 def test_iter_vmem_streams_the_same_entries_in_chunks(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ Each line names what is measured, the baseline, and the ratio.
   tokenizing every message again (what a counter without a cache does each turn).
 - Pairing check and repair of a 2,000-message conversation (1,000 tool calls): time vs one
   ``json.dumps`` of the same conversation, a floor for any pass that reads every message.
-- Redaction throughput on tool-output-like text.
+- Speed goals of single components (redaction, hash embedding, VMEM read, the scenario
+  generator), each against a baseline (``memctx.bench.speed``).
 - The raw store at 20,000 segments (search latency, add, reopen, memory) against the seed's
   naive approach (``memctx.bench.store``), when present.
 - LoCoMo evidence recall with ablations, hash and transformer (``memctx.bench.locomo.methods``),
@@ -79,7 +80,6 @@ def _time(fn: Callable[[], object], repeat: int = 7) -> float:
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_tool_pairing
-    from memctx.text import Redactor
 
     messages = _conversation(1000)
     print(f"conversation: {len(messages)} messages, {len(json.dumps(messages)) / 1e6:.1f} MB")
@@ -113,11 +113,10 @@ def main() -> None:
         f"-> {check / cached_check:.1f}x faster than uncached"
     )
 
-    redactor = Redactor()
-    texts = [b["content"] for m in messages[2::2] for b in m["content"]]
-    size = sum(map(len, texts))
-    seconds = _time(lambda: [redactor.redact(t) for t in texts], repeat=3)
-    print(f"redaction: {size / seconds / 1e6:.1f} MB/s over {size / 1e6:.1f} MB")
+    from .speed import run_speed_goals
+
+    print("\n== speed goals of single components ==")
+    run_speed_goals()
 
     try:
         from .store import run_store_bench
