@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup test check lint typecheck eval gate bench clean
+.PHONY: help setup test check lint typecheck imports eval gate bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 test: setup  ## install if needed, then run every test
 	$(BIN)/python -m pytest -n 2
 
-check: setup lint typecheck  ## ruff + mypy
+check: setup lint typecheck imports  ## ruff + mypy + the import rules
 
 lint:
 	$(BIN)/ruff check memctx tests evals scripts
@@ -34,6 +34,10 @@ lint:
 
 typecheck:
 	$(BIN)/mypy
+
+imports:  ## the layers contract (import-linter) and public names only across subpackages
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/check_imports.py
 
 eval: setup  ## run the default benchmark; writes reports/latest/
 	$(BIN)/memctx eval

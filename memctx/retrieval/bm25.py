@@ -16,8 +16,8 @@ Choices the callers rely on:
   raw BM25 is unbounded and grows with query length, so per-query max-normalisation is the
   normalisation used. (Its known cost: the best of weak matches also gets 1.0.)
 
-Parity tested in ``tests/test_bm25.py`` (seeded Zipf-like corpus, 200 documents, 50 queries;
-the head words are in more than half of the documents):
+Parity tested in ``tests/retrieval/test_bm25.py`` (seeded Zipf-like corpus, 200 documents, 50
+queries; the head words are in more than half of the documents):
 
 1. Exact scores (1e-9) against a naive loop written from the formula, all documents/queries.
 2. Exact scores against ``rank_bm25.BM25Okapi`` with its IDF table swapped for Lucene's,

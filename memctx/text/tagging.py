@@ -20,7 +20,7 @@ never become entities.
 
 Speed (both run on every add): plain words are skipped inside the regex engine, overlap
 with URL and backtick spans is a bisect, and classifications and word topics are cached, so
-a 900-character segment costs ~0.1 ms for both. ``tests/test_tagging.py`` pins the outputs
+a 900-character segment costs ~0.1 ms for both. ``tests/text/test_tagging.py`` pins the outputs
 of the first, slower implementation and compares against it.
 """
 

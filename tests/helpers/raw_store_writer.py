@@ -1,4 +1,4 @@
-"""A writer process for ``tests/test_raw_store_faults.py``.
+"""A writer process for ``tests/store/test_raw_store_faults.py``.
 
 Usage::
 

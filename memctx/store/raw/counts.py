@@ -10,7 +10,7 @@ character only ever separates tokens, and the tokens of a text are the tokens of
 *chunks* (the runs between separators), in order. Any split at separators will do; this one
 maps the other ASCII bytes of the UTF-8 text to spaces and splits at ASCII whitespace,
 leaving multi-byte characters alone (Unicode spaces and CJK stay inside chunks, which
-``tokenize`` then handles itself). ``tests/test_raw_store_counts.py`` checks the equality
+``tokenize`` then handles itself). ``tests/store/test_raw_store_counts.py`` checks the equality
 on every ASCII character and on mixed, CJK and random texts.
 
 Why it is fast: a store's 20,000 segments are ~2 million chunks but only ~50,000 distinct

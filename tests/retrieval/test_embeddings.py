@@ -48,7 +48,7 @@ def test_hash_is_deterministic_across_processes() -> None:
     )
     # Another hash seed in the child: salted str hashes (hash()) would change the vectors.
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=root
     )

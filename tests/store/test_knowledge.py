@@ -29,7 +29,7 @@ from memctx.store.knowledge import (
     required_matches,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NATO = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november "
     "oscar papa quebec romeo sierra tango"

@@ -193,7 +193,7 @@ def test_the_committed_baseline_passes_its_own_checks_and_gate(
     from memctx.harness.report.checks import run_checks
     from memctx.harness.report.report import load_probes, load_summary
 
-    root = Path(__file__).resolve().parents[1] / "reports" / "baseline"
+    root = Path(__file__).resolve().parents[2] / "reports" / "baseline"
     summary = load_summary(root)
     checks = run_checks(summary, load_probes(root))
     assert [c.ok for c in checks] == [True] * len(checks), [c.text for c in checks]

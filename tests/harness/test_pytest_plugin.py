@@ -17,7 +17,7 @@ import memctx.harness.run  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # Named with -p only until the pytest11 entry point is installed (twice would be an error).
 PLUGIN = (
     []

@@ -449,7 +449,7 @@ def test_gen_main_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_committed_datasets_match_their_manifest_and_the_generator(tmp_path: Path) -> None:
     # The frozen set is what `make eval` and the committed baseline ran on: a generator change
     # that alters it must come with regenerated datasets (`memctx gen`) and a new baseline.
-    root = Path(__file__).resolve().parents[1] / "datasets" / "v1"
+    root = Path(__file__).resolve().parents[2] / "datasets" / "v1"
     assert verify_datasets(root) == []
     manifest = json.loads((root / "MANIFEST.json").read_text())
     assert manifest["seed"] == 0 and manifest["scale"] == 1.0

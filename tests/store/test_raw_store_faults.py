@@ -32,7 +32,7 @@ from memctx.store.raw.store import RawStore
 from memctx.store.vmem import read_vmem
 from memctx.text.keywords import tokenize
 
-WRITER = Path(__file__).resolve().parent / "helpers" / "raw_store_writer.py"
+WRITER = Path(__file__).resolve().parents[1] / "helpers" / "raw_store_writer.py"
 UUID_LINE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 

@@ -1,0 +1,123 @@
+"""The package's layout rules hold, and the checks that guard them fail when broken.
+
+The layers contract is import-linter's (``[tool.importlinter]`` in pyproject.toml, run by
+``make check``); the rest (public names only across subpackages, no private names, no
+relative import out of a subpackage) is ``scripts/check_imports.py``. Both run here so that
+CI, which runs ``make test``, enforces them too.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.check_imports import problems
+
+REPO = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    if not LINT_IMPORTS.exists():
+        pytest.skip(f"{LINT_IMPORTS} is missing: install the dev extra (make setup)")
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "memctx", root / "memctx", ignore=ignore)
+    for folder in ("tests", "scripts"):
+        (root / folder).mkdir(parents=True)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def test_the_layers_contract_is_kept() -> None:
+    result = _lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_an_upward_import_breaks_the_layers_contract(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    tokens = root / "memctx" / "messages" / "tokens.py"
+    # A foundation reaching up into the runtime, as a quick fix might.
+    tokens.write_text(tokens.read_text() + "\nfrom memctx.runtime import MemoryContext\n")
+    result = _lint_imports(root)
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+    assert "memctx.messages.tokens -> memctx.runtime" in result.stdout
+
+
+def test_no_import_reaches_inside_another_subpackage_or_takes_a_private_name() -> None:
+    assert problems(REPO) == []
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "tree"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_import_checker_finds_each_kind_of_breach(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "memctx/__init__.py": "",
+            "memctx/errors.py": '__all__ = ["Oops"]\nclass Oops(Exception): ...\n',
+            "memctx/low/__init__.py": '__all__ = ["Public"]\nfrom .inner import Public\n',
+            "memctx/low/inner.py": "class Public: ...\nclass Hidden: ...\n_private = 1\n",
+            "memctx/high/__init__.py": "",
+            "memctx/high/fine.py": (
+                "from memctx.low import Public\nfrom memctx.errors import Oops\n"
+                "from .sibling import thing\n"
+            ),
+            "memctx/high/sibling.py": "thing = 1\n_secret = 2\n",
+            "memctx/high/bad.py": (
+                "from memctx.low.inner import Public\n"  # reaches inside
+                "from memctx.low import Hidden\n"  # not exported
+                "from memctx.low.inner import _private\n"  # private (and inside)
+                "from .sibling import _secret\n"  # private within the package
+                "from ..low import Public as P\n"  # climbs out of its package
+                "import memctx.low.inner\n"  # reaches inside
+            ),
+            "tests/test_x.py": "from memctx.low.inner import _private, Hidden\n",
+        },
+    )
+    found = problems(root)
+    assert all("fine.py" not in line for line in found)
+    expected = [
+        r"bad\.py:1: imports from memctx\.low\.inner, inside memctx\.low",
+        r"bad\.py:2: Hidden is not in memctx\.low\.__all__",
+        r"bad\.py:3: imports the private name _private",
+        r"bad\.py:4: imports the private name _secret",
+        r"bad\.py:5: relative import of memctx\.low leaves memctx\.high",
+        r"bad\.py:6: 'import memctx\.low\.inner' reaches inside memctx\.low",
+        r"test_x\.py:1: imports the private name _private",
+    ]
+    for pattern in expected:
+        assert any(re.search(pattern, line) for line in found), (pattern, found)
+    # Tests may import a module's public names from the module itself.
+    assert not any("test_x.py" in line and "Hidden" in line for line in found)
+
+
+def test_user_docs_name_no_private_path() -> None:
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        assert not re.search(r"memctx\._", text), f"{doc.name} names a private module"
