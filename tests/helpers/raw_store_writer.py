@@ -2,19 +2,19 @@
 
 Usage::
 
-    python raw_store_writer.py STORE_DIR SESSION COUNT [BATCH] [START_AT]
+    python raw_store_writer.py STORE_DIR SESSION COUNT [BATCH] [wait]
 
-Opens a :class:`memctx.store.raw.store.RawStore` on ``STORE_DIR``, prints ``ready``, waits until the
-epoch time ``START_AT`` (a start barrier shared by concurrent writers), then archives ``COUNT``
-segments of session ``SESSION``, ``BATCH`` per ``add_many`` call, and prints each stored
-segment's id on its own line, flushed, as soon as the call has returned. The parent knows that
-every id it read was acknowledged by the store before whatever happens next (e.g. SIGKILL).
+Opens a :class:`memctx.store.RawStore` on ``STORE_DIR``, prints ``ready``; with ``wait``,
+waits for one line on stdin (the parent's start barrier, released once every writer is
+ready), then archives ``COUNT`` segments of session ``SESSION``, ``BATCH`` per ``add_many``
+call, and prints each stored segment's id on its own line, flushed, as soon as the call has
+returned. The parent knows that every id it read was acknowledged by the store before
+whatever happens next (e.g. SIGKILL).
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
@@ -34,11 +34,11 @@ def content(session: str, index: int) -> str:
 def main() -> None:
     store_dir, session, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-    start_at = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+    wait = len(sys.argv) > 5 and sys.argv[5] == "wait"
     store = RawStore(store_dir, embedder=HashEmbedder(), eviction_days=None).open()
     print("ready", flush=True)
-    while time.time() < start_at:
-        time.sleep(0.001)
+    if wait:
+        sys.stdin.readline()
     for start in range(0, count, batch):
         stop = min(count, start + batch)
         items = [(session, "user", content(session, i)) for i in range(start, stop)]

@@ -47,13 +47,48 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
 
-def start_writer(store: Path, session: str, count: int, batch: int = 1, at: float = 0.0) -> Any:
-    args = [sys.executable, str(WRITER), str(store), session, str(count), str(batch), str(at)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    ready = proc.stdout.readline()
-    assert ready == "ready\n", proc.stderr.read() if proc.stderr else ready
-    return proc
+class Lines:
+    """A writer's stdout, read from the descriptor with a buffer of our own.
+
+    ``proc.stdout.readline()`` would read ahead into the stream's buffer, and
+    ``communicate()`` reads the descriptor, never that buffer: the ids a writer printed just
+    after the line we wanted were silently lost (the flaky ``797 == 800`` under load).
+    Everything read here is returned by :meth:`readline` or :meth:`rest`.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        self.proc, self.fd, self.buffer = proc, proc.stdout.fileno(), b""
+
+    def readline(self) -> str:
+        while b"\n" not in self.buffer:
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                err = self.proc.stderr.read() if self.proc.stderr else b""
+                raise AssertionError(f"writer exited: {err.decode(errors='replace')}")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode()
+
+    def rest(self) -> str:
+        """Everything still to come, until the writer closes its stdout."""
+        while chunk := os.read(self.fd, 65536):
+            self.buffer += chunk
+        text, self.buffer = self.buffer.decode(), b""
+        return text
+
+
+def start_writer(
+    store: Path, session: str, count: int, batch: int = 1, wait: bool = False
+) -> tuple[subprocess.Popen[bytes], Lines]:
+    args = [sys.executable, str(WRITER), str(store), session, str(count), str(batch)]
+    args += ["wait"] if wait else []
+    proc = subprocess.Popen(
+        args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    lines = Lines(proc)
+    assert lines.readline() == "ready"
+    return proc, lines
 
 
 def printed_ids(text: str) -> list[str]:
@@ -72,17 +107,13 @@ def test_sigkill_mid_burst_loses_nothing_acknowledged(tmp_path: Path) -> None:
     torn_seen = simulated = rebuilt = 0
     for trial in range(TRIALS):
         batch = rng.choice([1, 1, 4])
-        proc = start_writer(store_dir, f"trial{trial}", 100_000, batch)
-        assert proc.stdout is not None
+        proc, lines = start_writer(store_dir, f"trial{trial}", 100_000, batch)
         want = rng.randint(1, 150)
-        got: list[str] = []
-        while len(got) < want:
-            line = proc.stdout.readline()
-            assert line, proc.stderr.read() if proc.stderr else "writer exited"
-            got.append(line.strip())
+        got = [lines.readline() for _ in range(want)]
         time.sleep(rng.random() * 0.01)  # land anywhere in the next add: lines, vectors, index
         os.kill(proc.pid, signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=30)
+        rest = lines.rest()  # ids read ahead count too: every one was acknowledged
+        proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGKILL
         acknowledged += printed_ids("\n".join(got) + "\n" + rest)
         simulate = rng.random() < 0.5
@@ -119,12 +150,17 @@ def test_sigkill_mid_burst_loses_nothing_acknowledged(tmp_path: Path) -> None:
 
 def test_four_processes_append_at_once(tmp_path: Path) -> None:
     store_dir = tmp_path / "store"
-    at = time.time() + 3.0  # after every interpreter has started: a real race
-    procs = [start_writer(store_dir, f"p{n}", 200, 1, at) for n in range(4)]
-    outputs = [proc.communicate(timeout=300) for proc in procs]
-    for proc, (_, err) in zip(procs, outputs, strict=True):
+    writers = [start_writer(store_dir, f"p{n}", 200, 1, wait=True) for n in range(4)]
+    # Released together once all four are ready: a real race however slow each start was.
+    for proc, _ in writers:
+        assert proc.stdin is not None
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+    outputs = [lines.rest() for _, lines in writers]
+    for proc, _ in writers:
+        _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-    ids = [i for out, _ in outputs for i in printed_ids(out)]
+    ids = [i for out in outputs for i in printed_ids(out)]
     assert len(ids) == 800
     raw = (store_dir / "segments.jsonl").read_bytes()
     assert raw.endswith(b"\n")
