@@ -333,3 +333,37 @@ def trim_cases(draw: st.DrawFn, fmt: str) -> TrimCase:
         limit_share=draw(st.sampled_from([0.0, 0.2, 0.5, 0.8, 1.0, 1.5]) | st.floats(0, 1.2)),
         protected_recent=draw(st.sampled_from([6, 6, 6, 0, 1, 3, 10])),
     )
+
+
+# --- text under a token budget, model names for pricing -------------------------------------
+
+# Texts of mixed lines, a final newline included (a last line ""): blank lines, short lines
+# (tabs, a stray \r) and lines of 20 to 90 characters, longer than the small budgets the
+# properties cut with (3 characters per token).
+_budget_lines = st.one_of(
+    st.just(""),
+    st.text(alphabet="ab \t\r", max_size=12),
+    st.text(alphabet="xyz", min_size=20, max_size=90),
+)
+multiline_texts = st.lists(_budget_lines, max_size=25).map("\n".join)
+
+# Chat models that litellm's table prices per token and that litellm.cost_per_token places,
+# bare and with their provider prefix.
+priced_models = st.sampled_from(
+    [
+        "gpt-4o",
+        "openai/gpt-4o",
+        "gpt-4o-mini",
+        "openai/gpt-4o-mini",
+        "gpt-4.1",
+        "claude-sonnet-4-5",
+        "anthropic/claude-sonnet-4-5",
+        "claude-opus-4-5",
+        "anthropic/claude-opus-4-5",
+    ]
+)
+# Names litellm's table does not hold (a self-hosted gateway, a typo, an unknown provider).
+unpriced_models = st.one_of(
+    st.sampled_from(["my-own-gateway/llama-local", "claude-sonet-4-5", "gpt-4o-typo"]),
+    st.text(alphabet="abcxyz-", min_size=1, max_size=12).map(lambda s: f"memctx-unknown-{s}"),
+)

@@ -26,6 +26,7 @@ from typing import Any
 from memctx.llm import task_marker
 from memctx.messages import BlockKind, RoleKind, estimate_tokens, inspect_message, is_recalled_block
 from memctx.store import Fact, FactType, UpdateOp
+from memctx.text import split_text
 
 __all__ = [
     "CONVERSATION_CLOSE",
@@ -215,32 +216,13 @@ def render_messages(messages: Iterable[object]) -> list[str]:
     return entries
 
 
-def _split_entry(entry: str, limit: int) -> list[str]:
-    """Cut an entry longer than ``limit`` characters at line breaks (hard cuts if needed)."""
-    pieces: list[str] = []
-    current = ""
-    for line in entry.split("\n"):
-        while len(line) > limit:
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(line[:limit])
-            line = line[limit:]
-        if current and len(current) + 1 + len(line) > limit:
-            pieces.append(current)
-            current = line
-        else:
-            current = f"{current}\n{line}" if current else line
-    if current:
-        pieces.append(current)
-    return pieces
-
-
 def chunk_conversation(entries: Sequence[str], budget_tokens: int) -> list[str]:
     """Pack rendered entries, in order, into texts of at most ``budget_tokens`` each.
 
     Budgets are in :func:`~memctx.messages.estimate_tokens` units (``ceil(chars / 3)``), so
-    the character limit is exact. An entry larger than the budget is split across chunks.
+    the character limit is exact. An entry larger than the budget is cut with
+    :func:`memctx.text.split_text` (at line breaks; inside a line only when that line alone is
+    over the budget) and its pieces are packed like entries.
 
     Raises:
         ValueError: ``budget_tokens`` is below 1.
@@ -251,7 +233,7 @@ def chunk_conversation(entries: Sequence[str], budget_tokens: int) -> list[str]:
     chunks: list[str] = []
     current = ""
     for entry in entries:
-        for piece in _split_entry(entry, limit) if len(entry) > limit else [entry]:
+        for piece in split_text(entry, budget_tokens):
             if current and len(current) + 1 + len(piece) > limit:
                 chunks.append(current)
                 current = piece

@@ -4,19 +4,20 @@ the strategies, generator and reports in their own subpackages.
 
 Extend it through these names: :class:`Strategy` / :class:`BaseStrategy` and
 :func:`register_strategy` for a context strategy of your own, :func:`load_scenarios` and
-:func:`transcript_scenario` for your own data, :func:`run_eval` to run a matrix.
+:func:`transcript_scenario` for your own data, :func:`run_eval` to run a matrix,
+:func:`replay_transcript` for a real session through a strategy (``memctx replay``).
 
 May import: every package below it (foundations, mechanisms, policies, runtime).
 """
 
 from __future__ import annotations
 
-from .adapters import format_strategy_replay, replay_with_strategy, transcript_scenario
+from .adapters import transcript_scenario
 from .answers import normalise_answer
 from .engine import ScenarioResult, run_scenario
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
-from .metrics import aggregate, bootstrap_ci, call_cost, percentile, prices_for
-from .replay import ReplayReport, ReplayRow, format_replay, replay_transcript
+from .metrics import aggregate, bootstrap_ci, call_cost, percentile
+from .replay import ReplayReport, format_replay, replay_transcript
 from .run import (
     DEFAULT_DATASETS,
     DEFAULT_EMBEDDINGS,
@@ -28,6 +29,7 @@ from .run import (
 from .scenario import Probe, Scenario, ScenarioError, Session, dump_scenarios, load_scenarios
 from .schema import ALL_SUITES, SUMMARY_SCHEMA, CallRow, ProbeRow
 from .strategies import (
+    HOOK_STRATEGY,
     STRATEGIES,
     BaseStrategy,
     FullStrategy,
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_EMBEDDINGS",
     "DEFAULT_FAIL_ON",
     "DEFAULT_STRATEGIES",
+    "HOOK_STRATEGY",
     "STRATEGIES",
     "SUMMARY_SCHEMA",
     "BaseStrategy",
@@ -61,7 +64,6 @@ __all__ = [
     "ProbeRow",
     "Regression",
     "ReplayReport",
-    "ReplayRow",
     "Scenario",
     "ScenarioError",
     "ScenarioResult",
@@ -76,16 +78,13 @@ __all__ = [
     "compare",
     "dump_scenarios",
     "format_replay",
-    "format_strategy_replay",
     "load_scenarios",
     "make_strategy",
     "normalise_answer",
     "parse_fail_on",
     "percentile",
-    "prices_for",
     "register_strategy",
     "replay_transcript",
-    "replay_with_strategy",
     "run_eval",
     "run_scenario",
     "transcript_scenario",

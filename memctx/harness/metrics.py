@@ -13,29 +13,27 @@ probes, a seeded :class:`numpy.random.Generator`).
 Cost follows how providers bill a request: the leading tokens identical to the previous
 request of the session are cache reads, the rest is fresh input, and the assistant message
 a call produced is output (probe calls produce none). LLM work (summaries, extraction) is
-priced with the same model: prompt tokens as input, completion tokens as output.
+priced with the same model: prompt tokens as input, completion tokens as output. The
+per-token prices come from :func:`memctx.llm.prices_for`, the one reader of litellm's table.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+
+from memctx.llm import Prices, prices_for
 
 from .schema import ALL_SUITES, RECORD_METRICS, CallRow, ProbeRow
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
-    "Prices",
     "aggregate",
     "bootstrap_ci",
     "call_cost",
     "percentile",
-    "prices_for",
 ]
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -48,44 +46,6 @@ class _Result(Protocol):
     probes: list[ProbeRow]
     calls: list[CallRow]
     stats: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD per token: fresh input, cache read, output."""
-
-    input: float
-    cache_read: float
-    output: float
-
-
-def prices_for(model: str) -> Prices:
-    """The model's prices from litellm's bundled table (``litellm.model_cost``).
-
-    The cache-read price falls back to a tenth of the input price when the table has none
-    (the common provider discount).
-
-    Raises:
-        ValueError: The model is not in the table; the message lists close names.
-    """
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch
-    import litellm
-
-    table: Mapping[str, Any] = litellm.model_cost
-    entry = table.get(model)
-    if not entry or entry.get("input_cost_per_token") is None:
-        close = difflib.get_close_matches(model, list(table), n=5, cutoff=0.6)
-        raise ValueError(
-            f"no prices for answer model {model!r} in litellm's table; "
-            f"close matches: {', '.join(close) or 'none'}"
-        )
-    price_in = float(entry["input_cost_per_token"])
-    cache_read = entry.get("cache_read_input_token_cost")
-    return Prices(
-        input=price_in,
-        cache_read=float(cache_read) if cache_read is not None else 0.1 * price_in,
-        output=float(entry.get("output_cost_per_token") or 0.0),
-    )
 
 
 def call_cost(call: CallRow, prices: Prices) -> float:
@@ -205,7 +165,10 @@ def aggregate(
         if len(named) > 1:
             raise ValueError(f"results were replayed for several answer models: {sorted(named)}")
         answer_model = named.pop() if named else "claude-sonnet-4-5"
-    prices = prices_for(answer_model)
+    try:
+        prices = prices_for(answer_model)
+    except ValueError as exc:
+        raise ValueError(f"cannot price the answer model: {exc}") from None
     groups: dict[tuple[str, str, str], list[_Result]] = {}
     pooled: dict[tuple[str, str, str], list[_Result]] = {}
     for suite, strategy, embedding, result in results:

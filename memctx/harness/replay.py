@@ -1,171 +1,207 @@
-"""Replay a real transcript through :class:`memctx.MemoryContext`, one model call at a time.
+"""Replay a real transcript through a context strategy, one model call at a time.
 
-Every assistant message of the transcript marks a model call; the context of that call is
-what the agent had sent: the messages before it, and after a real compaction (Claude Code's
-``compact_boundary``) the compaction summary and what followed. At the boundary the engine's
-``on_before_compact`` gets the compacted history, as the agent's hook would. Each call's row
-records the tokens in and out, trims, recall tokens, latency and the invariants (pairing
-violations, window overflow), so a test or ``memctx replay`` can assert and print them.
+:func:`replay_transcript` turns the transcript into a probe-less scenario
+(:func:`~memctx.harness.adapters.transcript_scenario`) and plays it through the replay engine
+(:func:`~memctx.harness.engine.run_scenario`), the one loop that drives a strategy's hooks:
+every assistant message of the transcript marks a model call, the strategy prepares that
+call's context from the transcript so far, and the engine records the call as a
+:class:`~memctx.harness.schema.CallRow` and checks it (tool pairing, recall cap, window).
+
+The default strategy, ``memory-context-hook``, is ``MemoryContext`` alone, as the agent that
+wrote the transcript would have called it: ``on_context`` before every call and
+``on_before_compact`` at the compactions the transcript records (Claude Code's
+``compact_boundary``), with no compaction of its own, so the figures are the runtime's.
+Any registered strategy (``full``, ``truncate``, ``memory-context``, ...) can be named
+instead. :class:`ReplayReport` sums the call rows; :func:`format_replay` prints them.
 """
 
 from __future__ import annotations
 
 import statistics
-import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memctx.config import MemoryContextConfig
-from memctx.messages import (
-    RoleKind,
-    TokenCounter,
-    inspect_message,
-    is_recalled_block,
-    pairing_violations,
-)
-from memctx.runtime import MemoryContext
 from memctx.transcripts import Transcript
 
-__all__ = ["ReplayReport", "ReplayRow", "format_replay", "replay_transcript"]
+from .adapters import transcript_scenario
+from .engine import ScenarioResult, run_scenario
+from .metrics import percentile
+from .schema import CallRow
+from .strategies import HOOK_STRATEGY
+
+__all__ = ["ReplayReport", "format_replay", "replay_transcript"]
+
+# The table's columns, in order: every key of ReplayReport.summary but llm_tokens and
+# hook_failures, which only the JSON carries, so that a row fits a wide terminal.
+_COLUMNS = (
+    "source",
+    "strategy",
+    "window",
+    "calls",
+    "max_history",
+    "mean_sent",
+    "max_sent",
+    "trims",
+    "compactions",
+    "recalls",
+    "mean_recall",
+    "p50_ms",
+    "p95_ms",
+    "violations",
+    "over_window",
+)
+_SOURCE_WIDTH = 14  # a Claude Code session id is 36 characters; its head tells them apart
+_CALL_HEADER = " call    at   history      sent   cached  recall     ms  events"
 
 
 @dataclass(frozen=True)
-class ReplayRow:
-    """One model call of the replay."""
-
-    call: int
-    messages_in: int
-    tokens_in: int
-    tokens_out: int
-    trimmed: int
-    recall_tokens: int
-    latency_ms: float
-    violations: int
-    over_window: bool
-
-
-@dataclass
 class ReplayReport:
-    """All calls of one transcript at one window, and the engine's final stats."""
+    """One transcript through one strategy at one window.
+
+    Attributes:
+        source: The transcript's file.
+        strategy: The registered strategy name it was played through.
+        window: The context window (tokens).
+        result: The engine's call rows and totals (a replay asks no probes).
+    """
 
     source: str
+    strategy: str
     window: int
-    rows: list[ReplayRow] = field(default_factory=list)
-    stats: dict[str, Any] = field(default_factory=dict)
+    result: ScenarioResult
+
+    @property
+    def calls(self) -> list[CallRow]:
+        """One row per model call, in order."""
+        return self.result.calls
 
     def summary(self) -> dict[str, Any]:
-        rows = self.rows
-        lat = sorted(r.latency_ms for r in rows) or [0.0]
+        """Totals over the calls.
+
+        Returns:
+            ``source`` (file name), ``strategy``, ``window``, ``calls``; token figures
+            ``max_history`` (the agent's transcript), ``mean_sent`` and ``max_sent`` (the
+            contexts sent), ``mean_recall`` (the recalled block, 0 for calls without one);
+            ``trims`` and ``recalls`` (calls that trimmed / carried a recalled block),
+            ``compactions``, ``p50_ms`` / ``p95_ms`` (context hook latency), ``llm_tokens``
+            (summaries and extraction), ``violations`` (every checked kind, see
+            :data:`~memctx.harness.engine.VIOLATION_KINDS`), ``over_window`` (calls whose
+            context exceeded the window) and ``hook_failures``.
+        """
+        calls, stats = self.result.calls, self.result.stats
+        sent = [c.sent_tokens for c in calls]
+        recall = [c.recall_tokens for c in calls]
+        latency = [c.latency_ms for c in calls]
         return {
             "source": Path(self.source).name,
+            "strategy": self.strategy,
             "window": self.window,
-            "calls": len(rows),
-            "max_tokens_in": max((r.tokens_in for r in rows), default=0),
-            "mean_tokens_out": round(statistics.fmean(r.tokens_out for r in rows)) if rows else 0,
-            "max_tokens_out": max((r.tokens_out for r in rows), default=0),
-            "trims": sum(r.trimmed > 0 for r in rows),
-            "recalls": sum(r.recall_tokens > 0 for r in rows),
-            "mean_recall_tokens": round(statistics.fmean(r.recall_tokens for r in rows))
-            if rows
-            else 0,
-            "p50_ms": round(lat[len(lat) // 2], 2),
-            "p95_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2),
-            "violations": sum(r.violations for r in rows),
-            "over_window": sum(r.over_window for r in rows),
-            "hook_failures": sum(
-                v for k, v in self.stats.get("counts", {}).items() if k.endswith("_failures")
-            ),
+            "calls": len(calls),
+            "max_history": max((c.history_tokens for c in calls), default=0),
+            "mean_sent": round(statistics.fmean(sent)) if sent else 0,
+            "max_sent": max(sent, default=0),
+            "trims": int(stats.get("trims", 0)),
+            "compactions": int(stats.get("compactions", 0)),
+            "recalls": sum(r > 0 for r in recall),
+            "mean_recall": round(statistics.fmean(recall)) if recall else 0,
+            "p50_ms": round(percentile(latency, 50), 2),
+            "p95_ms": round(percentile(latency, 95), 2),
+            "llm_tokens": int(stats.get("llm_tokens", 0)),
+            "violations": sum(self.violation_kinds().values()),
+            "over_window": sum("overflow" in c.events for c in calls),
+            "hook_failures": int(stats.get("hook_failures", 0)),
         }
 
+    def violation_kinds(self) -> dict[str, int]:
+        """Failed checks by kind (``pairing``, ``hard_cap``, ``window``, ``secrets``)."""
+        return {k: int(v) for k, v in self.result.stats.get("violation_kinds", {}).items()}
+
     def as_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary(), "rows": [asdict(r) for r in self.rows]}
-
-
-def _calls(transcript: Transcript) -> list[int]:
-    """Indexes of the assistant messages: each is the answer to one model call."""
-    return [
-        i
-        for i, m in enumerate(transcript.messages)
-        if inspect_message(m).kind is RoleKind.ASSISTANT and i > 0
-    ]
+        """JSON-ready: the summary, the violations by kind and every call row."""
+        return {
+            "summary": self.summary(),
+            "violation_kinds": self.violation_kinds(),
+            "calls": [c.to_json() for c in self.calls],
+        }
 
 
 def replay_transcript(
     transcript: Transcript,
     *,
     window: int,
-    store_dir: str | Path,
-    config: MemoryContextConfig | None = None,
-    session_id: str = "replay",
-    max_calls: int | None = None,
+    strategy: str = HOOK_STRATEGY,
+    embedding: str = "hash",
+    overrides: Mapping[str, Any] | None = None,
+    store_dir: str | Path | None = None,
 ) -> ReplayReport:
-    """Play ``transcript`` through a fresh engine; see the module docstring."""
-    cfg = config if config is not None else MemoryContextConfig(enabled=True)
-    counter = TokenCounter(cfg.token_counter)
-    report = ReplayReport(transcript.source, window)
-    messages = transcript.messages
-    boundary = transcript.compaction_boundary
-    with MemoryContext(
-        cfg, store_dir=store_dir, session_id=session_id, context_window_tokens=window
-    ) as engine:
-        compacted = False
-        for n, i in enumerate(_calls(transcript)):
-            if max_calls is not None and n >= max_calls:
-                break
-            start = 0
-            if boundary is not None and i > boundary:
-                if not compacted:
-                    engine.on_before_compact(messages[:boundary])
-                    compacted = True
-                start = boundary
-            context = messages[start:i]
-            trims_before = engine.stats()["counts"].get("trimmed_messages", 0)
-            began = time.perf_counter()
-            out = engine.on_context(context)
-            latency = (time.perf_counter() - began) * 1000.0
-            trimmed = engine.stats()["counts"].get("trimmed_messages", 0) - trims_before
-            recalled = [m for m in out if is_recalled_block(m)]
-            tokens_out = counter.count_messages(out)
-            report.rows.append(
-                ReplayRow(
-                    call=n,
-                    messages_in=len(context),
-                    tokens_in=counter.count_messages(context),
-                    tokens_out=tokens_out,
-                    trimmed=trimmed,
-                    recall_tokens=counter.count_messages(recalled),
-                    latency_ms=latency,
-                    violations=len(pairing_violations(out)),
-                    over_window=tokens_out > window,
-                )
+    """Play ``transcript`` through ``strategy`` at ``window``, every call recorded and checked.
+
+    Args:
+        transcript: A loaded transcript (:func:`memctx.transcripts.load_transcript`).
+        window: The context window in tokens.
+        strategy: A registered strategy name; the default runs ``MemoryContext``'s hooks
+            alone (see the module docstring).
+        embedding: ``"hash"`` or ``"transformer"``, for strategies that search.
+        overrides: memctx config overrides (dotted or camelCase keys, or nested mappings).
+        store_dir: The strategy's work directory (memctx keeps its stores under
+            ``store/``); ``None`` means a temporary folder, removed afterwards.
+
+    Returns:
+        The call rows and totals.
+
+    Raises:
+        ValueError: Unknown strategy or invalid window.
+        ConfigError: Invalid overrides.
+    """
+    scenario = transcript_scenario(transcript, window=window)
+    if store_dir is not None:
+        result = run_scenario(
+            scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(store_dir)
+        )
+    else:
+        with tempfile.TemporaryDirectory(prefix="memctx-replay-") as tmp:
+            result = run_scenario(
+                scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(tmp)
             )
-        engine.wait_idle(600)  # extraction runs on the worker; a loaded CI box is slow
-        report.stats = engine.stats()
-    return report
+    return ReplayReport(transcript.source, strategy, window, result)
 
 
-def format_replay(reports: Sequence[ReplayReport]) -> str:
-    """A fixed-width table, one line per transcript × window."""
-    cols = [
-        ("source", 14),
-        ("window", 7),
-        ("calls", 5),
-        ("max_tokens_in", 13),
-        ("mean_tokens_out", 15),
-        ("max_tokens_out", 14),
-        ("trims", 5),
-        ("recalls", 7),
-        ("mean_recall_tokens", 18),
-        ("p50_ms", 7),
-        ("p95_ms", 7),
-        ("violations", 10),
-        ("over_window", 11),
+def format_replay(reports: Sequence[ReplayReport], *, per_call: bool = False) -> str:
+    """A table with one line per report (transcript × strategy × window), then each
+    report's violations by kind.
+
+    Args:
+        reports: The replays to print.
+        per_call: Also print, before the table, one line per call of each replay: transcript
+            index, history and sent tokens, cached prefix, recall tokens, hook latency, events.
+    """
+    lines: list[str] = []
+    if per_call:
+        for report in reports:
+            lines += [_title(report), _CALL_HEADER]
+            lines += [
+                f"{c.call:5d} {c.at:5d} {c.history_tokens:9d} {c.sent_tokens:9d} "
+                f"{c.cached_tokens:8d} {c.recall_tokens:7d} {c.latency_ms:6.1f}  "
+                f"{','.join(c.events)}".rstrip()
+                for c in report.calls
+            ]
+            lines.append("")
+    rows = [report.summary() for report in reports]
+    for row in rows:
+        row["source"] = str(row["source"])[:_SOURCE_WIDTH]
+    widths = {k: max([len(k), *(len(str(row[k])) for row in rows)]) for k in _COLUMNS}
+    lines.append("  ".join(k.rjust(widths[k]) for k in _COLUMNS))
+    lines += ["  ".join(str(row[k]).rjust(widths[k]) for k in _COLUMNS) for row in rows]
+    # Each check by name, so a failure says where to look and a pass says what was checked.
+    lines += [
+        f"{_title(report)}: violations {row['violations']} {report.violation_kinds()}"
+        for report, row in zip(reports, rows, strict=True)
     ]
-    lines = ["  ".join(name.rjust(w) for name, w in cols)]
-    for r in reports:
-        s = r.summary()
-        s["source"] = str(s["source"])[:14]
-        lines.append("  ".join(str(s[name]).rjust(w) for name, w in cols))
     return "\n".join(lines)
+
+
+def _title(report: ReplayReport) -> str:
+    return f"{Path(report.source).name} through {report.strategy} at {report.window:,} tokens"

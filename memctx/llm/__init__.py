@@ -1,6 +1,8 @@
 """Every LLM call memctx makes: one litellm client with retries, usage and cost from
 litellm's price table, and a sha256-keyed disk cache of responses. memctx's own models
-(``memctx/offline``) register themselves here (:func:`register_local_provider`).
+(``memctx/offline``) register themselves here (:func:`register_local_provider`). Prices
+are read here and nowhere else: :func:`prices_for` (per-token prices of a model) and
+:func:`price_completion` (the cost of one call) share one lookup, :func:`price_name`.
 
 May import: the foundations and :mod:`memctx.retrieval`.
 """
@@ -25,7 +27,8 @@ from .client import (
     task_marker,
     task_of,
 )
-from .usage import LLMUsage, TaskUsage, UsageRecorder, price_completion, read_response
+from .prices import Prices, price_completion, price_name, prices_for
+from .usage import LLMUsage, TaskUsage, UsageRecorder, read_response
 
 __all__ = [
     "CACHE_DIRNAME",
@@ -36,6 +39,7 @@ __all__ = [
     "LLMError",
     "LLMResponse",
     "LLMUsage",
+    "Prices",
     "ResponseCache",
     "TaskUsage",
     "UsageRecorder",
@@ -43,6 +47,8 @@ __all__ = [
     "default_cache_dir",
     "is_offline_model",
     "price_completion",
+    "price_name",
+    "prices_for",
     "read_response",
     "register_local_provider",
     "task_marker",

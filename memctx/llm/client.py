@@ -28,7 +28,8 @@ from memctx.errors import MemctxError
 from memctx.messages import message_text
 
 from .cache import CachedResponse, ResponseCache, cache_key
-from .usage import LLMUsage, TaskUsage, UsageRecorder, price_completion, read_response
+from .prices import price_completion
+from .usage import LLMUsage, TaskUsage, UsageRecorder, read_response
 
 __all__ = [
     "OFFLINE_MODEL",

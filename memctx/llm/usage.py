@@ -1,4 +1,5 @@
-"""Accounting for LLM calls: what a reply reports, counters per task, prices from litellm.
+"""Accounting for LLM calls: what a reply reports and counters per task (prices are in
+:mod:`memctx.llm.prices`).
 
 Kept apart from :mod:`memctx.llm.client` so the client stays control flow; the harness reads these
 value objects to report "LLM tokens spent on summaries and extraction" and ``cost_usd``.
@@ -6,7 +7,6 @@ value objects to report "LLM tokens spent on summaries and extraction" and ``cos
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -19,7 +19,6 @@ __all__ = [
     "LLMUsage",
     "TaskUsage",
     "UsageRecorder",
-    "price_completion",
     "read_response",
     "response_field",
 ]
@@ -108,53 +107,6 @@ def response_field(obj: Any, name: str) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name)
     return getattr(obj, name, None)
-
-
-def price_completion(
-    model: str, raw: Any, prompt_tokens: int, completion_tokens: int
-) -> tuple[float, bool]:
-    """The USD cost of one call from litellm's price table, and whether it was priced.
-
-    A model absent from the table costs 0 and is reported unpriced, never an exception: an
-    unknown price must not stop memctx. memctx's own models (``memctx/...``) cost 0 and
-    count as priced.
-
-    Args:
-        model: The configured model string.
-        raw: The litellm response; its own model name and usage details (e.g. cached prompt
-            tokens) give the most exact price through ``litellm.completion_cost``.
-        prompt_tokens: Input tokens, for the fallback ``litellm.cost_per_token``.
-        completion_tokens: Output tokens, likewise.
-
-    Returns:
-        ``(cost_usd, priced)``.
-    """
-    if model.split("/", 1)[0] == "memctx":
-        return 0.0, True
-    # litellm fetches its price table from the network unless told to use the bundled one.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    table: Mapping[str, Any] = litellm.model_cost
-    names = [n for n in (response_field(raw, "model"), model) if isinstance(n, str) and n]
-    # Checked first because litellm prints a banner to stdout for a model it cannot place.
-    known = [n for n in names if n in table or n.split("/", 1)[-1] in table]
-    if not known:
-        return 0.0, False
-    if isinstance(raw, litellm.ModelResponse):
-        try:
-            return float(litellm.completion_cost(completion_response=raw)), True
-        except Exception:
-            pass  # fall back to the per-token price below
-    for name in known:
-        try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-            )
-        except Exception:
-            continue
-        return float(prompt_cost) + float(completion_cost), True
-    return 0.0, False
 
 
 def read_response(raw: Any, sent: Sequence[Mapping[str, Any]]) -> tuple[str, int, int]:

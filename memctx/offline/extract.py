@@ -44,7 +44,7 @@ from typing import Any
 from memctx.extraction import CONVERSATION_CLOSE, CONVERSATION_OPEN
 from memctx.messages import message_text
 from memctx.store import FactType
-from memctx.text import STOPWORDS, Redactor, is_cjk
+from memctx.text import CJK_RE, STOPWORDS, Redactor, is_cjk
 
 __all__ = ["MAX_FACTS", "extract_facts", "offline_extract_response"]
 
@@ -57,8 +57,12 @@ _HEADER_RE = re.compile(r"^\[(user|assistant|system|tool)([^\]\n]{0,80})\] ?")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
 _BULLET_RE = re.compile(r"^\s*(?:[-*•>]+|\d{1,2}[.)]|#{1,6})\s+")
-_WORD_RE = re.compile(r"[A-Za-z0-9_][\w./:@-]*")
-_CJK_CHAR_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# A word as written, names included: a Latin word, or a name written without spaces
+# (``localhost:5432``, ``ops@example.com``, ``https://x.io/a``, ``src/app.py``, ``v1.2``),
+# for _substantial's counts. Not the keyword tokenizer's words: those split at ":" and "@"
+# (and drop stop words), so "db:main" or "ops@corp" would lose the mark that anchors a
+# sentence to something nameable, and one name would count as several words.
+_WORD_OR_NAME_RE = re.compile(r"[A-Za-z0-9_][\w./:@-]*")
 
 
 def _rx(alternatives: str) -> re.Pattern[str]:
@@ -212,9 +216,9 @@ def _substantial(text: str) -> bool:
     """Long enough, short enough, and about something nameable."""
     if not 8 <= len(text) <= _MAX_CHARS:
         return False
-    words = _WORD_RE.findall(text)
+    words = _WORD_OR_NAME_RE.findall(text)
     if is_cjk(text):
-        return len(_CJK_CHAR_RE.findall(text)) + 3 * len(words) >= 6
+        return len(CJK_RE.findall(text)) + 3 * len(words) >= 6
     if len(words) < 3:
         return False
     anchored = (
@@ -239,7 +243,7 @@ def _excluded(text: str, low: str) -> bool:
     if is_cjk(text) and (
         text.endswith(_ZH_QUESTION_END)
         or any(c in text for c in _ZH_SPECULATION + _ZH_NARRATION)
-        or (text.startswith(_ZH_GREETINGS) and len(_CJK_CHAR_RE.findall(text)) <= 8)
+        or (text.startswith(_ZH_GREETINGS) and len(CJK_RE.findall(text)) <= 8)
     ):
         return True
     if _SPECULATION_RE.search(low) or _NARRATION_RE.match(low) or _DEBUG_RE.search(low):

@@ -1,6 +1,6 @@
-"""The ``<recalled-context>`` message: knowledge facts and raw details under a hard token cap.
+"""The ``<recalled-context>`` message: knowledge facts and archived details under a hard cap.
 
-Format (seed 000, "Recall Injection Format")::
+Format (seed 000's sections; details grouped by the conversation's own dates)::
 
     <recalled-context source="memory-context">
 
@@ -9,27 +9,46 @@ Format (seed 000, "Recall Injection Format")::
     </knowledge>
 
     <detail>
-    [2026-02-10 14:31 assistant] Added signature verification in src/payment/webhook.ts ...
+    [2026-02-10]
+    user: where do we verify the webhook signature?
+    assistant: Added signature verification in src/payment/webhook.ts ...
+    …
+    tool: FAILED tests/test_webhook.py::test_replay - AssertionError
+    [2026-02-12]
+    user: ...
     </detail>
 
     </recalled-context>
 
-Budget: ``cap = min(hardCapTokens, floor(window * 0.10))`` (:meth:`MemoryContextConfig.
-recall_cap_tokens`). Knowledge gets ``knowledge_share`` (30%) of it, details the rest plus
-whatever knowledge left unused: a demanding user wants the cap spent on evidence, not left
-empty. Items enter best score first. A detail longer than half the detail budget is cut to
-that length (head kept, marked), so one huge tool output cannot crowd out every other hit.
-The rendered block is then counted whole; while it is over the cap the lowest-scoring detail
-is dropped, then the block falls back to knowledge only, then to nothing (the seed's ladder).
-The cap therefore holds for the text as sent, framing included.
+The text is what the cap pays for, so the format spends it on evidence. A header names each
+day once (``[YYYY-MM-DD]``, UTC, from the archived message's own timestamp; with the session
+when the details come from more than one) instead of a ``[date time role]`` prefix on every
+item: measured on LoCoMo, that prefix cost about a tenth of a short chat turn. Days appear in
+chronological order and lines in archive order within a day, because a reader resolves
+"yesterday" or a later correction only in order; ``…`` marks skipped messages between two
+shown ones, so that two lines are not read as a reply to each other. Whitespace that carries
+no meaning (trailing spaces, blank lines) is dropped; indentation is kept, code needs it.
+
+Budget: ``cap = min(hardCapTokens, floor(window * 0.10))``
+(:meth:`~memctx.config.MemoryContextConfig.recall_cap_tokens`). Knowledge gets
+``knowledge_share`` (30%) of it first; details get the rest, including whatever knowledge
+left unused (no facts: the whole cap). Candidates enter best score first, each kept while
+its cost still fits, otherwise skipped for the next one (a greedy fill). One archived message
+shows at most ``per_source`` chunks, and a detail longer than half the detail budget is cut
+to that length (head kept, marked), so one huge tool output cannot crowd out every other
+hit. The rendered block is then counted whole; while it is over the cap the lowest-scoring
+detail goes, then knowledge, then the block (the seed's ladder). The cap therefore holds for
+the text as sent, framing included.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from memctx.messages import (
@@ -41,19 +60,23 @@ from memctx.messages import (
 )
 
 __all__ = [
+    "GAP_MARKER",
     "RecallBlock",
     "RecallItem",
     "build_recall_block",
-    "detail_label",
+    "compact_text",
     "insert_recall",
     "message_source",
     "recall_message",
 ]
 
+GAP_MARKER = "…"
 _OPEN = f'{RECALLED_CONTEXT_TAG} source="memory-context">'
 _CLOSE = "</recalled-context>"
 _CUT_MARK = " …[cut]"
 _MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
+_TRAILING_WS = re.compile(r"[ \t\r\f\v]+$", re.MULTILINE)
+_BLANK_LINES = re.compile(r"\n{2,}")
 
 
 @dataclass(frozen=True)
@@ -61,17 +84,19 @@ class RecallItem:
     """One candidate for the block.
 
     Attributes:
-        kind: ``"knowledge"`` (a fact) or ``"detail"`` (an archived message).
+        kind: ``"knowledge"`` (a fact) or ``"detail"`` (an archived message or chunk).
         text: The fact's content or the segment's text.
         score: Relevance; higher enters first and is dropped last.
-        label: ``decision`` for a fact; ``2026-02-10 14:31 assistant`` for a detail.
+        label: A fact's type (``decision``); a detail's role (``user``, ``assistant``, ``tool``).
         ref: Where it came from (fact id, segment id), for stats and tests.
         order: Where it sits in time: ``(timestamp, sequence)``, the sequence breaking ties
-            between messages archived at the same moment (parallel tool results). Ties in
-            score and chronology are broken by it, never by ``ref``: ids are random UUIDs,
-            and the same inputs must give the same block.
+            between messages of the same moment. Ties in score are broken by it, never by
+            ``ref``: ids are random UUIDs, and the same inputs must give the same block.
         source: The archived message a detail was cut from: the chunks of one long message
             share it (empty: a source of its own).
+        session: The session a detail was archived in.
+        seq: The detail's position in the archive (the raw store's key), when known: two
+            details with consecutive positions are shown without a gap marker.
     """
 
     kind: Literal["knowledge", "detail"]
@@ -81,11 +106,30 @@ class RecallItem:
     ref: str = ""
     order: tuple[float, int] = (0.0, 0)
     source: str = ""
+    session: str = ""
+    seq: int | None = None
 
-    def render(self) -> str:
+    @cached_property
+    def day(self) -> str:
+        """``YYYY-MM-DD`` (UTC) of the item's time: the day header it is shown under."""
+        return time.strftime("%Y-%m-%d", time.gmtime(self.order[0]))
+
+    @cached_property
+    def line(self) -> str:
+        """The item as one entry of its section (computed once: the fill and the render
+        read it several times)."""
         if self.kind == "knowledge":
-            return f"- [{self.label}] {_one_line(self.text)}"
-        return f"[{self.label}] {self.text.strip()}"
+            return f"- [{self.label}] {' '.join(self.text.split())}"
+        text = compact_text(self.text)
+        return f"{self.label}: {text}" if self.label else text
+
+    def cost(self, count: Callable[[str], int]) -> int:
+        """Tokens of :attr:`line`, or a little more: a detail's text is counted before its
+        blank lines and trailing spaces are dropped, which only shortens it. Choosing among
+        many candidates then costs one count each, not one whitespace pass each."""
+        if self.kind == "knowledge" or "line" in self.__dict__:
+            return count(self.line)
+        return count(f"{self.label}: {self.text}" if self.label else self.text)
 
 
 @dataclass(frozen=True)
@@ -100,6 +144,13 @@ class RecallBlock:
     dropped: int
 
 
+def compact_text(text: str) -> str:
+    """Drop whitespace that carries no meaning: trailing spaces, blank lines, both ends."""
+    if "\n" not in text and "\r" not in text:
+        return text.strip()  # one line, the usual case: no regex needed
+    return _BLANK_LINES.sub("\n", _TRAILING_WS.sub("", text.replace("\r\n", "\n"))).strip()
+
+
 def message_source(session_id: str, timestamp: float, turn: int | None, role: str) -> str:
     """The archived message a segment belongs to, from what the store keeps of it.
 
@@ -110,49 +161,30 @@ def message_source(session_id: str, timestamp: float, turn: int | None, role: st
     return "" if turn is None else f"{session_id}|{timestamp!r}|{turn}|{role}"
 
 
-def detail_label(timestamp: float | None, role: str) -> str:
-    """``YYYY-MM-DD HH:MM role`` in UTC (the seed's detail prefix); role alone without time."""
-    if timestamp is None:
-        return role
-    stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(timestamp))
-    return f"{stamp} {role}"
+def _by_score(item: RecallItem) -> tuple[float, tuple[float, int], str]:
+    """Best first; among equal scores the earlier item, then by text (deterministic)."""
+    return (-item.score, item.order, item.text)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> RecallItem:
-    """``item`` with its text shortened to about ``max_tokens`` (head kept)."""
-    if count(item.text) <= max_tokens:
+def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> RecallItem | None:
+    """``item`` with its text shortened to about ``max_tokens`` (head kept); ``None`` when
+    not even one character of it fits."""
+    if item.cost(count) <= max_tokens or count(item.line) <= max_tokens:
         return item
-    lo, hi = 0, len(item.text)
+    text = compact_text(item.text)
+    lo, hi = 0, len(text)
     while lo < hi:  # longest head that fits, by bisection on characters
         mid = (lo + hi + 1) // 2
-        if count(item.text[:mid] + _CUT_MARK) <= max_tokens:
+        if count(dataclasses.replace(item, text=text[:mid] + _CUT_MARK).line) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    head = item.text[:lo].rstrip()
-    return dataclasses.replace(item, text=head + _CUT_MARK)
-
-
-def _take(
-    items: Sequence[RecallItem], budget: int, count: Callable[[str], int]
-) -> tuple[list[RecallItem], int]:
-    """Best-first greedy fill of ``budget``; returns the chosen items and the tokens used."""
-    chosen: list[RecallItem] = []
-    used = 0
-    for item in sorted(items, key=_by_score):
-        cost = count(item.render()) + 1  # + the newline joining it
-        if used + cost <= budget:
-            chosen.append(item)
-            used += cost
-    return chosen, used
+    head = text[:lo].rstrip()
+    return dataclasses.replace(item, text=head + _CUT_MARK) if head else None
 
 
 def _collapse(details: Sequence[RecallItem], per_source: int) -> list[RecallItem]:
-    """At most ``per_source`` details per source, the best-scoring ones."""
+    """At most ``per_source`` details per source, the best-scoring ones, best first."""
     seen: dict[str, int] = {}
     out = []
     for item in sorted(details, key=_by_score):
@@ -164,19 +196,70 @@ def _collapse(details: Sequence[RecallItem], per_source: int) -> list[RecallItem
     return out
 
 
-def _by_score(item: RecallItem) -> tuple[float, tuple[float, int], str]:
-    """Best first; among equal scores the earlier item, then by text (deterministic)."""
-    return (-item.score, item.order, item.text)
+def _render_details(details: Sequence[RecallItem]) -> str:
+    """Details grouped under one header per (session, day), chronological, gaps marked."""
+    if not details:
+        return ""
+    sessions = {d.session for d in details}
+    groups: dict[tuple[str, str], list[RecallItem]] = {}
+    for item in sorted(details, key=lambda d: (d.order, d.text)):
+        groups.setdefault((item.session, item.day), []).append(item)
+    out: list[str] = []
+    for group, items in sorted(groups.items(), key=lambda g: (g[1][0].order, g[0])):
+        out.append(_header(group, len(sessions) > 1))
+        for i, item in enumerate(items):
+            if i and not _adjacent(items[i - 1], item):
+                out.append(GAP_MARKER)
+            out.append(item.line)
+    return "\n".join(out)
+
+
+def _adjacent(before: RecallItem, after: RecallItem) -> bool:
+    return before.seq is not None and after.seq is not None and after.seq - before.seq == 1
 
 
 def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> str:
     parts = [_OPEN, ""]
     if knowledge:
-        parts += ["<knowledge>", *(k.render() for k in knowledge), "</knowledge>", ""]
+        ordered = sorted(knowledge, key=_by_score)
+        parts += ["<knowledge>", *(k.line for k in ordered), "</knowledge>", ""]
     if details:
-        parts += ["<detail>", "\n\n".join(d.render() for d in details), "</detail>", ""]
+        parts += ["<detail>", _render_details(details), "</detail>", ""]
     parts.append(_CLOSE)
     return "\n".join(parts)
+
+
+def _header(group: tuple[str, str], multi: bool) -> str:
+    session, day = group
+    return f"[{day} session {session}]" if multi else f"[{day}]"
+
+
+def _fill_details(
+    candidates: Sequence[RecallItem],
+    budget: int,
+    count: Callable[[str], int],
+    *,
+    chosen: list[RecallItem],
+    days: set[tuple[str, str]],
+    multi: bool,
+) -> None:
+    """Greedy fill of ``budget``, best first, into ``chosen``. An item costs its line, a
+    possible gap marker and, for a day not shown yet, its header: an upper bound of what it
+    adds to the rendered section."""
+    gap = count(GAP_MARKER) + 1
+    used = 0
+    taken = {id(item) for item in chosen}
+    for item in candidates:
+        if id(item) in taken:
+            continue
+        group = (item.session, item.day)
+        cost = item.cost(count) + 1 + gap
+        if group not in days:
+            cost += count(_header(group, multi)) + 1
+        if used + cost <= budget:
+            chosen.append(item)
+            days.add(group)
+            used += cost
 
 
 def build_recall_block(
@@ -202,24 +285,42 @@ def build_recall_block(
     """
     if cap_tokens <= 0 or not (knowledge or details):
         return None
-    frame = count(_render([], [])) + 8  # tags + section headers, rounded up
-    room = max(cap_tokens - frame, 0)
-    k_budget = int(room * knowledge_share)
-    kept_k, used_k = _take(knowledge, k_budget, count)
+    room = max(cap_tokens - count(_render([], [])) - 2, 0)
+    kept_k: list[RecallItem] = []
+    used_k = 0
+    # The share is for the facts themselves; their section's tags come off the details.
+    for item in sorted(knowledge, key=_by_score):
+        cost = count(item.line) + 1
+        if used_k + cost <= int(room * knowledge_share):
+            kept_k.append(item)
+            used_k += cost
+    if kept_k:
+        used_k += count("<knowledge>\n</knowledge>\n") + 1
     d_budget = room - used_k
     cut_to = max(int(d_budget * _MAX_DETAIL_SHARE), 1)
-    trimmed = [_cut(d, cut_to, count) for d in _collapse(details, per_source)]
-    kept_d, _ = _take(trimmed, d_budget, count)
-    # Details in conversation order read better than by score: keep score order only for
-    # dropping.
-    by_score = sorted(kept_d, key=_by_score)
-    dropped = len(knowledge) - len(kept_k) + len(details) - len(kept_d)
+    cut = (_cut(d, cut_to, count) for d in _collapse(details, per_source))
+    candidates = [d for d in cut if d is not None]
+    by_score: list[RecallItem] = []
+    days: set[tuple[str, str]] = set()
+    multi = len({c.session for c in candidates}) > 1
+    frame = count("<detail>\n</detail>\n") + 1
+    _fill_details(candidates, d_budget - frame, count, chosen=by_score, days=days, multi=multi)
+    # Each cost was an upper bound (a gap marker per item, a newline per line): what the
+    # rendered block leaves free goes to the next candidates, twice at most.
+    for _ in range(2):
+        before = len(by_score)
+        slack = cap_tokens - count(_render(kept_k, by_score))
+        _fill_details(candidates, slack, count, chosen=by_score, days=days, multi=multi)
+        if len(by_score) == before:
+            break
+    by_score.sort(key=_by_score)
+    dropped = len(knowledge) - len(kept_k) + len(details) - len(by_score)
     while True:
-        shown = sorted(by_score, key=lambda i: (i.order, i.label, i.text))
-        text = _render(kept_k, shown)
+        text = _render(kept_k, by_score)
         tokens = count(text)
-        if tokens <= cap_tokens and (kept_k or shown):
-            return RecallBlock(text, tuple(kept_k), tuple(shown), tokens, cap_tokens, dropped)
+        if tokens <= cap_tokens and (kept_k or by_score):
+            shown = tuple(sorted(by_score, key=lambda d: (d.order, d.text)))
+            return RecallBlock(text, tuple(kept_k), shown, tokens, cap_tokens, dropped)
         if by_score:
             by_score.pop()  # the lowest-scoring detail goes first
             dropped += 1

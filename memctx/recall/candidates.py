@@ -9,7 +9,7 @@ from collections.abc import Collection
 from memctx.retrieval import SearchParams
 from memctx.store import KnowledgeStore, RawStore, search_store
 
-from .block import RecallItem, detail_label, message_source
+from .block import RecallItem, message_source
 
 __all__ = ["detail_items", "knowledge_items"]
 
@@ -58,14 +58,21 @@ def detail_items(
             if len(fresh) >= limit or len(hits) < want:
                 for hit in fresh[:limit]:
                     segment = store.get(hit.key)
-                    label = detail_label(segment.timestamp, segment.role)
                     order = (segment.timestamp, hit.key)  # store keys grow with each add
                     source = message_source(
                         segment.session_id, segment.timestamp, segment.turn, segment.role
                     )
                     out.append(
                         RecallItem(
-                            "detail", segment.content, hit.score, label, segment.id, order, source
+                            "detail",
+                            segment.content,
+                            hit.score,
+                            segment.name or segment.role,
+                            segment.id,
+                            order,
+                            source,
+                            segment.session_id,
+                            hit.key,
                         )
                     )
                 break

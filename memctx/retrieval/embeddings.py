@@ -45,7 +45,8 @@ logger = logging.getLogger("memctx")
 
 # Bump whenever HashEmbedder's features, hashing or weights change: stored vectors and cache
 # entries carry it, so vectors of an older algorithm are detected and re-embedded.
-HASH_EMBEDDER_VERSION: Final = 1
+# 2: question words (how, why, whom, whose) are stop words, as in the keyword tokenizer.
+HASH_EMBEDDER_VERSION: Final = 2
 TRANSFORMER_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 TRANSFORMER_DIM: Final = 384
 
@@ -79,7 +80,13 @@ def _check_texts(texts: Sequence[str]) -> None:
         raise TypeError("embed() takes a sequence of texts, not a single string")
 
 
-_WORD_RE = re.compile(r"\w+")
+# The words whose character 3-grams are features: Unicode word runs of the lower-cased text.
+# Deliberately wider than the keyword tokenizer's words (which see only ASCII letters, digits
+# and CJK): the n-grams are the embedder's fuzzy layer, and with \w they also cover the text
+# the tokenizer drops or cuts up ("привет мир" has no keyword token, "café" is "caf"), so
+# such text still gets a vector and its inflections still meet ("конфигурация" and
+# "конфигурации"). A CJK run is one word here, its 3-grams beside the tokenizer's bigrams.
+_NGRAM_WORD_RE = re.compile(r"\w+")
 _MASK63: Final = (1 << 63) - 1
 # Morphology lives in a word's stem; n-grams of long runs (hashes, base64, minified code)
 # would add many features and no meaning.
@@ -135,11 +142,12 @@ def _signed_tf_vector(hashes: np.ndarray, dim: int) -> np.ndarray:
 class HashEmbedder:
     """Deterministic feature-hashing embeddings: no model, no network.
 
-    Features: the keyword tokens of :func:`memctx.text.keywords.tokenize` (lower-cased words,
+    Features: the unstemmed keyword tokens of :func:`memctx.text.tokenize` (lower-cased words,
     identifier and path sub-tokens, CJK bigrams; stop words dropped) and the 3-grams of each
-    word with ``<``/``>`` boundary markers, so "configure" and "configuration" share most
-    features. Each feature is hashed with blake2b (stable across processes), weighted
-    ``1 + log(tf)`` and added with a hash-chosen sign into one of ``dim`` buckets.
+    Unicode word (any script, stop words dropped) with ``<``/``>`` boundary markers, so
+    "configure" and "configuration" share most features. Each feature is hashed with blake2b
+    (stable across processes), weighted ``1 + log(tf)`` and added with a hash-chosen sign
+    into one of ``dim`` buckets.
 
     Args:
         dim: Vector dimension; 384 matches the transformer so either can fill the same index.
@@ -155,9 +163,9 @@ class HashEmbedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         """One text's float32 unit vector (zeros when it has no features)."""
-        tokens = tokenize(text)
+        tokens = tokenize(text, stem=False)  # the surface form: n-grams carry morphology
         # map/filterfalse over the cached hash functions keep the per-word loop in C.
-        words = filterfalse(STOPWORDS.__contains__, _WORD_RE.findall(text.lower()))
+        words = filterfalse(STOPWORDS.__contains__, _NGRAM_WORD_RE.findall(text.lower()))
         word_hashes = np.fromiter(map(_word_hash, tokens), np.uint64, len(tokens))
         parts = list(map(_ngram_hashes, words))
         gram_hashes = np.concatenate(parts) if parts else np.zeros(0, np.uint64)

@@ -66,7 +66,9 @@ class SearchParams:
     decay_unit_seconds: float = 86_400.0
     half_life_days: float | None = None
     min_score: float = 0.0
-    candidates: int = 200
+    # How many of each ranking (vector, BM25) are fused. 500: measured on LoCoMo through
+    # on_context, 200 -> 500 lifts hash evidence recall 80.0 -> 82.2 %; 1,000 adds nothing.
+    candidates: int = 500
 
 
 DEFAULT_PARAMS = SearchParams()

@@ -38,14 +38,16 @@ import numpy as np
 
 from memctx import offline  # noqa: F401  (registers memctx/offline with the LLM client)
 from memctx.config import MemoryContextConfig
+from memctx.errors import StoreError
 from memctx.messages import InfoCache, is_recalled_block, message_fingerprint
-from memctx.recall import RecallItem, detail_label, message_source
+from memctx.recall import RecallItem, message_source
 from memctx.retrieval import BM25Index, Embedder, make_embedder
 from memctx.store import (
     KNOWLEDGE_FILE,
     KnowledgeStore,
     RawStore,
     memory_search,
+    validate_name,
     validate_session_id,
 )
 from memctx.text import Redactor, chunk_text, tokenize
@@ -261,6 +263,7 @@ class Archive:
                         "content": piece,
                         "timestamp": stamp,
                         "turn": turn,
+                        "name": _speaker(message),
                     }
                     keys.append(key)
                     items.append(item)
@@ -354,7 +357,6 @@ class Archive:
             text = item["content"]
             if self._redactor is not None:
                 text = self._redactor.redact(text)
-            label = detail_label(item["timestamp"], item["role"])
             weighted = self._config.text_weight * score
             if weighted >= self._config.auto_recall_min_score and score > 0:
                 order = (float(item["timestamp"]), i)
@@ -362,7 +364,16 @@ class Archive:
                     item["session_id"], float(item["timestamp"]), item["turn"], item["role"]
                 )
                 out.append(
-                    RecallItem("detail", text, weighted, label, f"pending:{i}", order, source)
+                    RecallItem(
+                        "detail",
+                        text,
+                        weighted,
+                        item["name"] or item["role"],
+                        f"pending:{i}",
+                        order,
+                        source,
+                        item["session_id"],
+                    )
                 )
         return out
 
@@ -416,3 +427,11 @@ class Archive:
     def close(self) -> None:
         if self._raw is not None:
             self._raw.close()
+
+
+def _speaker(message: Mapping[str, Any]) -> str | None:
+    """The message's ``name`` (who spoke, in a multi-party chat), when it is a usable one."""
+    try:
+        return validate_name(message.get("name"))
+    except StoreError:
+        return None  # a name the store refuses is dropped, the message archived all the same

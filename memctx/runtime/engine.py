@@ -63,7 +63,9 @@ logger = logging.getLogger("memctx")
 
 _REGISTRY: dict[tuple[str, str], MemoryContext] = {}
 _REGISTRY_LOCK = threading.Lock()
-_DETAIL_CANDIDATES = 20  # details searched per turn; the cap decides how many are shown
+_DETAIL_CANDIDATES = 32  # details searched first each turn; the cap decides how many are shown
+_MAX_DETAIL_CANDIDATES = 512  # ... and at most, when short ones leave room in the cap
+_FILLED = 0.9  # a block this full of its cap needs no more candidates
 _EMPTY_BLOCK = RecallBlock("", (), (), 0, 0, 0)
 
 
@@ -345,28 +347,37 @@ class MemoryContext:
             if self._archive.has_knowledge()
             else []
         )
-        details = []
-        if self._archive.has_segments():
-            details = detail_items(
-                self._archive.raw,
-                query,
-                session_id=self.session_id,
-                cross_session=self.config.cross_session,
-                params=self._params,
-                limit=_DETAIL_CANDIDATES,
-                exclude_ids=in_context,
-            )
-        details += self._archive.pending_items(query, _DETAIL_CANDIDATES)
         # The cap holds for the message as sent, so its framing comes off the text budget.
         like = kept[-5:]  # the shape (Gemini parts or content) of the latest messages
         framing = self._tokens.count_message(recall_message(_EMPTY_BLOCK, like))
-        block = build_recall_block(
-            knowledge,
-            details,
-            self.recall_cap - framing,
-            knowledge_share=self.config.knowledge_share,
-            count=self._tokens.count_text,
-        )
+        pending = self._archive.pending_items(query, _DETAIL_CANDIDATES)
+        limit = _DETAIL_CANDIDATES
+        while True:
+            found = []
+            if self._archive.has_segments():
+                found = detail_items(
+                    self._archive.raw,
+                    query,
+                    session_id=self.session_id,
+                    cross_session=self.config.cross_session,
+                    params=self._params,
+                    limit=limit,
+                    exclude_ids=in_context,
+                )
+            block = build_recall_block(
+                knowledge,
+                found + pending,
+                self.recall_cap - framing,
+                knowledge_share=self.config.knowledge_share,
+                count=self._tokens.count_text,
+            )
+            # Short messages (chat turns, one-line replies) can leave the cap half empty with
+            # the usual number of candidates: look further while the search has more to give
+            # and the block has room for them, so the cap is spent on evidence.
+            short_of_room = block is not None and block.tokens < _FILLED * block.cap
+            if not short_of_room or len(found) < limit or limit >= _MAX_DETAIL_CANDIDATES:
+                break
+            limit *= 4
         if block is None:
             return None
         self._counts["recalls"] += 1

@@ -11,7 +11,15 @@ from .knowledge import KNOWLEDGE_FILE, KnowledgeStore
 from .knowledge_rules import Fact, FactType, NewFact, UpdateDecision, UpdateOp, decide_update
 from .memory_files import MemoryChunk, MemoryFiles, MemoryHit
 from .memory_search import MAX_LIMIT, memory_search, search_store
-from .raw import LockTimeout, NewSegment, RawStore, Segment, SegmentInfo, validate_session_id
+from .raw import (
+    LockTimeout,
+    NewSegment,
+    RawStore,
+    Segment,
+    SegmentInfo,
+    validate_name,
+    validate_session_id,
+)
 from .vmem import (
     VMEM_MAGIC,
     VMEM_VERSION,
@@ -47,6 +55,7 @@ __all__ = [
     "memory_search",
     "read_vmem",
     "search_store",
+    "validate_name",
     "validate_session_id",
     "vmem_status",
     "write_vmem",

@@ -2,8 +2,11 @@
 
 The rule-based :func:`decide_update` (the no-LLM path) compares a new fact with the most
 similar live facts of the same type. ``A`` and ``B`` are the two texts' *terms*: the shared
-tokenizer's words (CJK bigrams included) without identifier sub-tokens, which would otherwise
-dilute the overlap (``PostgreSQL`` is one term, not ``postgre`` + ``sql``).
+tokenizer's words (:func:`memctx.text.word_runs`, lower-cased, stop words dropped, CJK runs as
+their bigrams) without identifier sub-tokens, which would otherwise dilute the overlap
+(``PostgreSQL`` is one term, not ``postgre`` + ``sql``), and unstemmed. Like the tokenizer
+that picks the candidate facts, they see only ASCII letters, digits and CJK as word
+characters (``café`` is the term ``caf``).
 
 1. same normalised text (case, punctuation and spacing ignored) -> NONE;
 2. overlap ``|A & B| / min(|A|, |B|) >= 0.5`` with a shared non-numeric subject term,
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-from memctx.text import STOPWORDS, is_cjk, tokenize
+from memctx.text import STOPWORDS, is_cjk, tokenize, word_runs
 
 __all__ = [
     "Fact",
@@ -167,31 +170,40 @@ def required_matches(distinct_query_tokens: int) -> int:
 
 _NEGATIONS = frozenset({"not", "no", "never", "without", "cannot", "none", "nothing", "nor"})
 _CJK_NEGATIONS = ("不", "没", "未", "无")
-_WORD_RE = re.compile(r"[A-Za-z0-9_](?:[\w./\-]*[\w/])?")
+# English words with their apostrophes, for the negation test alone: the keyword tokenizer
+# splits "don't" at the apostrophe and drops "not" and "no" as stop words.
+_NEGATION_WORD_RE = re.compile(r"[a-z']+")
+# Value candidates, a name pattern rather than the tokenizer's words (see _values): a run
+# starting with an ASCII letter, digit or "_" that may hold any word character and "./-",
+# repeated or not, and may end in "/", so a directory (``dist/``) is a path value; the
+# tokenizer's Latin runs would cut that "/" and make ``dist`` a plain word.
+_VALUE_CANDIDATE_RE = re.compile(r"[A-Za-z0-9_](?:[\w./\-]*[\w/])?")
 _QUOTED_RE = re.compile(r"([\"'`])([^\"'`\n]{1,80})\1")
 _KEY_VALUE_RE = re.compile(r"\b[A-Za-z_][\w.\-]*\s*[=:]\s*([^\s,;]+)")
 _SENTENCE_END = frozenset(".!?:;\n")
-_NORM_RE = re.compile(r"[\W_]+")
-_TERM_RE = re.compile(r"\w+(?:[./\-]\w+)*")
+# The duplicate test's normaliser, not a word definition: every run of non-word characters
+# (punctuation, spacing, "_") becomes one space, in any script, so two texts that differ only
+# in case, punctuation or spacing compare equal.
+_NORMALISE_RE = re.compile(r"[\W_]+")
 
 
 def _terms(text: str) -> set[str]:
-    """Word-level terms (see the module docstring)."""
+    """Word-level terms (see the module docstring): the tokenizer's runs, whole."""
     out: set[str] = set()
-    for word in _TERM_RE.findall(text):
-        if is_cjk(word):
-            out.update(tokenize(word))
-        elif word.lower() not in STOPWORDS:
-            out.add(word.lower())
+    for run in word_runs(text):
+        if is_cjk(run):
+            out.update(tokenize(run))  # a CJK run's bigrams
+        elif (word := run.lower()) not in STOPWORDS:
+            out.add(word)
     return out
 
 
 def _normalised(text: str) -> str:
-    return _NORM_RE.sub(" ", text.lower()).strip()
+    return _NORMALISE_RE.sub(" ", text.lower()).strip()
 
 
 def _negated(text: str) -> bool:
-    words = re.findall(r"[a-z']+", text.lower())
+    words = _NEGATION_WORD_RE.findall(text.lower())
     return any(w in _NEGATIONS or w.endswith("n't") for w in words) or any(
         c in text for c in _CJK_NEGATIONS
     )
@@ -201,7 +213,7 @@ def _values(text: str) -> set[str]:
     """The value-like words of ``text`` (see the module docstring), lower-cased."""
     out = {m.group(2).strip().lower() for m in _QUOTED_RE.finditer(text)}
     out |= {m.group(1).strip(".,").lower() for m in _KEY_VALUE_RE.finditer(text)}
-    for m in _WORD_RE.finditer(text):
+    for m in _VALUE_CANDIDATE_RE.finditer(text):
         word = m.group()
         before = text[: m.start()].rstrip()
         opens_sentence = not before or before[-1] in _SENTENCE_END

@@ -1,4 +1,5 @@
-"""Text: the one keyword tokenizer (with stemming), line-aligned chunking, secret redaction,
+"""Text: the one keyword tokenizer (with stemming), the one cutter of text under a token budget
+(:func:`split_text`, and the overlapping line-aligned chunks of indexes), secret redaction,
 and rule-based topic and entity tags.
 
 May import: :mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`.
@@ -6,8 +7,25 @@ May import: :mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`.
 
 from __future__ import annotations
 
-from .chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS, chunk_lines, chunk_text, split_lines
-from .keywords import STOPWORDS, TOKENIZER_VERSION, is_cjk, tokenize, tokenize_unique
+from .chunking import (
+    CHUNK_OVERLAP_TOKENS,
+    CHUNK_TOKENS,
+    chunk_lines,
+    chunk_text,
+    split_lines,
+    split_text,
+)
+from .keywords import (
+    CJK_CHARS,
+    CJK_RE,
+    QUESTION_WORDS,
+    STOPWORDS,
+    TOKENIZER_VERSION,
+    is_cjk,
+    tokenize,
+    tokenize_unique,
+    word_runs,
+)
 from .redaction import Hit, RedactionResult, Redactor, redact, redact_with_report
 from .stem import porter_stem, stem_tokens
 from .tagging import entities, topics
@@ -15,6 +33,9 @@ from .tagging import entities, topics
 __all__ = [
     "CHUNK_OVERLAP_TOKENS",
     "CHUNK_TOKENS",
+    "CJK_CHARS",
+    "CJK_RE",
+    "QUESTION_WORDS",
     "STOPWORDS",
     "TOKENIZER_VERSION",
     "Hit",
@@ -28,8 +49,10 @@ __all__ = [
     "redact",
     "redact_with_report",
     "split_lines",
+    "split_text",
     "stem_tokens",
     "tokenize",
     "tokenize_unique",
     "topics",
+    "word_runs",
 ]

@@ -32,6 +32,8 @@ from functools import lru_cache
 from itertools import chain
 from typing import Final
 
+from .keywords import is_cjk
+
 __all__ = ["MAX_ENTITIES", "MAX_TOPICS", "TOPIC_KEYWORDS", "entities", "topics"]
 
 MAX_TOPICS: Final = 6
@@ -99,8 +101,12 @@ TOPIC_KEYWORDS: Final[dict[str, tuple[str, str]]] = {
 }
 
 
-_CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_WORD_RE: Final = re.compile(r"[a-z0-9][a-z0-9_-]*")
+# The words topics() looks up, in lower-cased text: letter/digit runs with their "-"/"_"
+# compounds ("ci-pipeline", "config_file"; _word_topics adds the parts). Deliberately not
+# the keyword tokenizer's words: those also split camelCase, so names in code would be
+# tagged by their parts ("InfoCache" performance, "FakeResponse" api, "MemoryContextConfig"
+# config); here a keyword must be a whole word or, for a "stem*" keyword, a word's start.
+_TOPIC_WORD_RE: Final = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 def _topic_tables() -> tuple[
@@ -182,9 +188,9 @@ def topics(text: str) -> tuple[str, ...]:
     if not text:
         return ()
     # map/chain keep the per-word loop in C; an ASCII text needs no CJK scan at all.
-    words = set(_WORD_RE.findall(text.lower()))
+    words = set(_TOPIC_WORD_RE.findall(text.lower()))
     hits = set(chain.from_iterable(map(_word_topics, words)))
-    if not text.isascii() and _CJK_RE.search(text):
+    if not text.isascii() and is_cjk(text):
         hits.update(index for word, index in _CHINESE if word in text)
     return tuple(_TOPIC_NAMES[i] for i in sorted(hits))[:MAX_TOPICS]
 

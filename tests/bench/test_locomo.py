@@ -13,11 +13,14 @@ from memctx.bench.locomo.evaluate import (
     evaluate_retriever,
     per_turn_packer,
     rendered_packer,
-    turn_hit,
+    turn_item,
     within_budget,
 )
 from memctx.bench.locomo.loo import leave_one_out
 from memctx.bench.locomo.methods import DEFAULT_METHOD, METHODS, run_locomo
+from memctx.bench.locomo.product import conversation_messages, evaluate_product, recalled_turns
+from memctx.recall import build_recall_block
+from memctx.retrieval import HashEmbedder
 
 
 def test_malformed_evidence_ids_are_repaired() -> None:
@@ -97,29 +100,54 @@ def test_recall_metric_on_a_known_ranking(tmp_path: Path) -> None:
     assert report.by_category[4]["budget"] == 0.0 and report.by_category[1]["budget"] == 1.0
 
 
-def test_the_default_budget_reading_counts_the_rendered_block(tmp_path: Path) -> None:
+def test_the_default_budget_reading_counts_the_products_block(tmp_path: Path) -> None:
     (conv,) = load_locomo(_tiny(tmp_path))
     pack = rendered_packer(conv)
-    # The block for turns 2 then 0: both sessions under their dates, chronologically.
-    block = "[8 May 2023]\nAnn: I adopted a cat named Miso.\n[9 June 2023]\nAnn: Miso likes tuna."
-    assert pack([2, 0, 1], budget=len(block) // 3 + 1) == [2, 0]
+    # The product's block for turns 2 then 0: both days under their dates, chronologically.
+    items = [turn_item(conv, conv.turns[i], rank) for rank, i in enumerate([2, 0])]
+    block = build_recall_block([], items, 1000)
+    assert block is not None
+    assert (
+        "[2023-05-08]\nAnn: I adopted a cat named Miso.\n[2023-06-09]\nAnn: Miso likes tuna."
+        in (block.text)
+    )
+    # A candidate's cost is an upper bound (a gap marker it may not need): a few tokens over
+    # the block's own size, the same two turns are chosen.
+    assert pack([2, 0, 1], budget=block.tokens + 4) == [2, 0]
     assert pack([2, 0, 1], budget=1000) == [2, 0, 1]
     assert pack([2, 0, 1], budget=5) == []
-    hit = turn_hit(conv.turns[1])
-    assert (hit.text, hit.speaker, hit.session, hit.date) == (
-        "Nice! [photo: a cat]",
-        "Bo",
-        "1",
-        "8 May 2023",
-    )
+    item = turn_item(conv, conv.turns[1], 0)
+    assert (item.text, item.label, item.session) == ("Nice! [photo: a cat]", "Bo", conv.sample_id)
+
+
+def test_the_product_path_counts_evidence_inside_the_recalled_block(tmp_path: Path) -> None:
+    (conv,) = load_locomo(_tiny(tmp_path))
+    messages = conversation_messages(conv)
+    assert messages[1] == {
+        "role": "assistant",
+        "name": "Bo",
+        "content": "Nice! [photo: a cat]",
+        "timestamp": conv.turns[1].timestamp,
+    }
+    block = "[2023-05-08]\nAnn: I adopted a cat\n named Miso.\nBo: Nice!"
+    # Whitespace may differ; a turn cut short (Bo's caption missing) does not count.
+    assert recalled_turns(block, conv) == {"D1:1"}
+    report = evaluate_product([conv], HashEmbedder(), name="tiny", cap=2000)
+    # The whole tiny archive fits the cap: every evidence turn the questions name is found.
+    assert report.questions == 2 and report.at_budget == pytest.approx(1.0)
+    # With a cap too small for any turn, nothing is found (and nothing is counted outside).
+    assert evaluate_product([conv], HashEmbedder(), name="tiny", cap=30).at_budget == 0.0
 
 
 def test_the_bench_runs_every_method_on_a_tiny_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     reports = run_locomo(_tiny(tmp_path), embedders=("hash",), cache_dir=tmp_path / "cache")
-    assert [r.name.split(maxsplit=1)[1] for r in reports] == [m.name.strip() for m in METHODS]
-    default = reports[METHODS.index(DEFAULT_METHOD)]
+    product, *methods = reports
+    assert product.name.endswith("through on_context (the product)")
+    assert product.at_budget == pytest.approx(1.0)
+    assert [r.name.split(maxsplit=1)[1] for r in methods] == [m.name.strip() for m in METHODS]
+    default = methods[METHODS.index(DEFAULT_METHOD)]
     # The whole tiny archive fits in 2,000 tokens, so every evidence turn is in the block.
     assert default.at_budget == pytest.approx(1.0)
     assert "memctx default" in capsys.readouterr().out

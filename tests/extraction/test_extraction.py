@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctx.extraction.extract import ExtractionReport, extract_and_update
 from memctx.extraction.prompt import (
     CONVERSATION_OPEN,
     MAX_CONTENT_CHARS,
     ParseError,
+    chunk_conversation,
     parse_decision,
     parse_facts,
     prompt_overhead_tokens,
@@ -28,6 +31,7 @@ from memctx.extraction.prompt import (
 from memctx.llm.client import LLMClient, LLMError
 from memctx.messages.tokens import estimate_tokens
 from memctx.store.knowledge import Fact, FactType, KnowledgeStore, NewFact, UpdateDecision
+from tests.strategies import multiline_texts
 
 Reply = str | Exception
 
@@ -486,6 +490,31 @@ def test_every_request_fits_the_budget(store: KnowledgeStore) -> None:
     assert [(int(p[1]), int(p[2])) for p in parts if p] == [
         (i, report.chunks) for i in range(1, report.chunks + 1)
     ]
+
+
+def test_an_entry_over_the_budget_is_cut_at_line_breaks_and_loses_nothing() -> None:
+    entry = "[assistant] one\n\ntwo\n" + "z" * 20 + "\nend"
+    chunks = chunk_conversation(["[user] hi", entry, "[user] bye"], 5)  # 15 characters
+    # Whole lines where they fit (the blank line after "one" included), a cut inside a line
+    # only for the 20-character line, whose tail goes on with the line after it.
+    assert chunks == ["[user] hi", "[assistant] one", "\ntwo", "z" * 15, "zzzzz\nend", "[user] bye"]
+    with pytest.raises(ValueError, match="at least 1 token"):
+        chunk_conversation(["x"], 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(multiline_texts, min_size=1, max_size=6), st.integers(min_value=1, max_value=12))
+def test_chunks_fit_keep_the_text_in_order_and_entries_that_fit_whole(
+    entries: list[str], budget: int
+) -> None:
+    chunks = chunk_conversation(entries, budget)
+    assert all(estimate_tokens(c) <= budget for c in chunks)
+    # Only line breaks and blank lines at a chunk boundary may go; every other character stays.
+    visible = [re.sub(r"\s", "", text) for text in ("".join(chunks), "".join(entries))]
+    assert visible[0] == visible[1]
+    for entry in entries:
+        if entry.strip() and len(entry) <= 3 * budget:
+            assert any(entry in chunk for chunk in chunks), "an entry that fits was cut"
 
 
 def test_budget_too_small_says_what_to_use(store: KnowledgeStore) -> None:

@@ -11,8 +11,9 @@ import pytest
 from helpers.eval_sessions import scenario
 
 from memctx.harness.engine import ScenarioResult, run_scenario
-from memctx.harness.metrics import Prices, aggregate, bootstrap_ci, call_cost, prices_for
+from memctx.harness.metrics import aggregate, bootstrap_ci, call_cost
 from memctx.harness.schema import RECORD_METRICS, CallRow, ProbeRow
+from memctx.llm import Prices, prices_for
 
 KINDS = {"pairing": 0, "hard_cap": 0, "window": 0, "secrets": 0}
 
@@ -135,7 +136,7 @@ def test_cache_read_price_falls_back_to_a_tenth_and_unknown_models_name_neighbou
     with pytest.raises(ValueError, match=r"close matches: .*claude-sonnet-4-5"):
         prices_for("claude-sonet-4-5")
     result = _result([], [], answer_model="claude-sonet-4-5")
-    with pytest.raises(ValueError, match="claude-sonet-4-5"):
+    with pytest.raises(ValueError, match=r"answer model.*claude-sonet-4-5.*close matches"):
         aggregate([("s", "st", "-", result)])
 
 

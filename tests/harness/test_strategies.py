@@ -11,6 +11,7 @@ from helpers.eval_sessions import PLANT, QUESTION, session
 from memctx.compaction import compaction_reserve, tail_start
 from memctx.config.model import MemoryContextConfig
 from memctx.harness.strategies.base import (
+    HOOK_STRATEGY,
     STRATEGIES,
     FullStrategy,
     StrategySetup,
@@ -41,7 +42,7 @@ def _setup(tmp_path: Path, window: int = 6_000, **overrides: Any) -> StrategySet
 
 
 def test_registry_names_valid_strategies_and_guards_names(tmp_path: Path) -> None:
-    assert {"full", "truncate", "memory-context"} <= set(STRATEGIES)
+    assert {"full", "truncate", "memory-context", HOOK_STRATEGY} <= set(STRATEGIES)
     with pytest.raises(ValueError, match=r"valid: .*truncate"):
         make_strategy("nope", _setup(tmp_path))
     with pytest.raises(ValueError, match="already registered"):
@@ -126,3 +127,50 @@ def test_session_end_hook_makes_the_tail_recallable_later(tmp_path: Path) -> Non
     assert any("8743" in str(m) for m in context)
     strategy.end_session(second)
     strategy.close()
+
+
+def test_the_hook_strategy_replays_recorded_compactions_only(tmp_path: Path) -> None:
+    setup = _setup(tmp_path)
+    strategy = make_strategy(HOOK_STRATEGY, setup)
+    assert isinstance(strategy, MemoryContextStrategy) and strategy.name == HOOK_STRATEGY
+    strategy.start_session("s1")
+    history = session("s1", 20, plants={1: PLANT}, tool_words=200)
+    tokens = estimate_messages_tokens(history)
+    assert tokens > setup.window  # memory-context would compact here; the hook never does
+    assert strategy.compact(history, tokens) is None
+    summary = {"role": "user", "content": f"{COMPACTED_PREFIX} Turns 0-19 done."}
+    tail = session("t1", 2, seed=1)[1:]
+    transcript = [*history, summary, *tail]
+    replaced = strategy.compact(transcript, estimate_messages_tokens(transcript))
+    assert replaced is not None
+    assert replaced[0] is history[0] and replaced[1] is summary and replaced[2:] == tail
+    # The history before the summary went to the compaction hook: the tool finds the fact.
+    assert any("8743" in hit for hit in strategy.search(QUESTION) or [])
+    # Replayed once: the summary is no longer after the start, and the calls that follow
+    # only append.
+    assert strategy.compact(replaced, estimate_messages_tokens(replaced)) is None
+    later = [*replaced, *session("t2", 2, seed=2)[1:]]
+    assert strategy.compact(later, estimate_messages_tokens(later)) is None
+    context = strategy.prepare(later).context
+    assert not pairing_violations(context)
+    assert estimate_messages_tokens(context) <= setup.window
+    strategy.end_session(later)
+    usage = strategy.close()
+    assert usage["prompt_tokens"] > 0  # extraction of the archived history, no summaries
+    assert usage["hook_failures"] == 0
+
+
+def test_only_the_hook_strategy_replays_a_summary_under_the_threshold(tmp_path: Path) -> None:
+    summary = {"role": "user", "content": f"{COMPACTED_PREFIX} Turns 0-2 done."}
+    short = [*session("s1", 3, tool_words=20), summary, *session("t1", 1, seed=1)[1:]]
+    tokens = estimate_messages_tokens(short)
+    compacting = MemoryContextStrategy(_setup(tmp_path / "a"))
+    hook = MemoryContextStrategy(_setup(tmp_path / "b"), agent_compaction=False)
+    for strategy in (compacting, hook):
+        strategy.start_session("s1")
+    assert compacting.name == "memory-context" and compacting.compactor is not None
+    assert compacting.compact(short, tokens) is None  # its own threshold decides
+    assert hook.compact(short, tokens) == [short[0], *short[short.index(summary) :]]
+    for strategy in (compacting, hook):
+        strategy.end_session(short)
+        strategy.close()

@@ -125,6 +125,25 @@ def test_non_facts_produce_nothing(text: str) -> None:
     assert extract_facts(text) == []
 
 
+# The substance and greeting rules count CJK characters with the shared range (memctx.text):
+# kana, hangul and the compatibility ideographs count like any Chinese character.
+CJK_TAILS = {
+    "hiragana": "ひらがな",
+    "katakana": "カタカナ",
+    "hangul": "한국어로",
+    "compat": "豈更車賈",
+}
+
+
+@pytest.mark.parametrize("tail", CJK_TAILS.values(), ids=CJK_TAILS.keys())
+def test_every_cjk_script_counts_as_cjk(tail: str) -> None:
+    assert _types("决定使用") == []  # four CJK characters are too little to be a fact
+    assert _types(f"决定使用 {tail}") == ["decision"]  # eight are enough
+    # A greeting opening up to eight CJK characters is small talk; ten are a statement.
+    assert _types("谢谢，决定使用表") == []
+    assert _types(f"谢谢，决定使用{tail}") == ["decision"]
+
+
 def test_fenced_code_and_tool_calls_are_skipped() -> None:
     text = "\n".join(
         [

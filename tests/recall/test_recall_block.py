@@ -8,20 +8,26 @@ from hypothesis import strategies as st
 
 from memctx.messages.markers import is_recalled_block
 from memctx.messages.tokens import estimate_tokens
-from memctx.recall.block import (
-    RecallItem,
-    build_recall_block,
-    detail_label,
-    recall_message,
-)
+from memctx.recall.block import GAP_MARKER, RecallItem, build_recall_block, recall_message
+
+T0 = 1_770_724_260.0  # 2026-02-10 11:51 UTC
+DAY = 86_400.0
 
 
 def fact(text: str, score: float, kind: str = "decision") -> RecallItem:
     return RecallItem("knowledge", text, score, kind, f"f-{text[:8]}")
 
 
-def detail(text: str, score: float, label: str = "2026-02-10 14:31 assistant") -> RecallItem:
-    return RecallItem("detail", text, score, label, f"s-{text[:8]}")
+def detail(
+    text: str,
+    score: float,
+    role: str = "assistant",
+    at: float = T0,
+    seq: int | None = None,
+    session: str = "s1",
+) -> RecallItem:
+    order = (at, seq if seq is not None else 0)
+    return RecallItem("detail", text, score, role, f"s-{text[:8]}", order, "", session, seq)
 
 
 def test_format_matches_the_seed() -> None:
@@ -35,7 +41,7 @@ def test_format_matches_the_seed() -> None:
     assert block.text.endswith("</recalled-context>")
     assert "<knowledge>\n- [decision] Use Stripe for payments\n</knowledge>" in block.text
     assert (
-        "<detail>\n[2026-02-10 14:31 assistant] Added signature verification in "
+        "<detail>\n[2026-02-10]\nassistant: Added signature verification in "
         "src/payment/webhook.ts\n</detail>"
     ) in block.text
     assert block.tokens == estimate_tokens(block.text)
@@ -64,7 +70,7 @@ def test_knowledge_share_is_reserved_and_unused_share_goes_to_details() -> None:
     details = [detail(f"detail {i} " + "body " * 40, 0.5) for i in range(20)]
     block = build_recall_block(facts, details, 1000, knowledge_share=0.3)
     assert block is not None
-    knowledge_tokens = sum(estimate_tokens(k.render()) for k in block.knowledge)
+    knowledge_tokens = sum(estimate_tokens(k.line) for k in block.knowledge)
     assert 0 < knowledge_tokens <= 300
     assert block.details
     # Without facts the details may use the whole cap.
@@ -84,24 +90,63 @@ def test_a_huge_detail_is_cut_not_allowed_to_fill_everything() -> None:
     assert block.tokens <= 2000
 
 
-def test_details_are_shown_in_time_order() -> None:
-    late = detail("late event", 0.9, "2026-03-01 10:00 user")
-    early = detail("early event", 0.1, "2026-01-01 10:00 user")
-    block = build_recall_block([], [late, early], 4000)
+def test_details_are_shown_in_time_order_under_one_header_per_day() -> None:
+    late = detail("late event", 0.9, "user", T0 + 30 * DAY)
+    early = detail("early event", 0.1, "user", T0)
+    same_day = detail("later that day", 0.5, "assistant", T0 + 3600)
+    block = build_recall_block([], [late, early, same_day], 4000)
     assert block is not None
-    assert block.text.index("early event") < block.text.index("late event")
+    section = block.text.split("<detail>\n", 1)[1].split("\n</detail>", 1)[0]
+    assert section.splitlines() == [
+        "[2026-02-10]",
+        "user: early event",
+        GAP_MARKER,  # no archive positions given: adjacency unknown, so a gap is marked
+        "assistant: later that day",
+        "[2026-03-12]",
+        "user: late event",
+    ]
+
+
+def test_consecutive_archive_positions_are_not_separated_by_a_gap_marker() -> None:
+    items = [detail(f"line {n}", 1.0 - n / 10, "user", T0, seq=n) for n in (4, 5, 7)]
+    block = build_recall_block([], items, 4000)
+    assert block is not None
+    assert "user: line 4\nuser: line 5\n…\nuser: line 7" in block.text
+
+
+def test_details_of_several_sessions_name_their_session() -> None:
+    here = detail("from this session", 0.9, session="s1")
+    there = detail("from an earlier one", 0.8, session="s0", at=T0 - DAY)
+    block = build_recall_block([], [here, there], 4000)
+    assert block is not None
+    assert "[2026-02-09 session s0]\nassistant: from an earlier one" in block.text
+    assert "[2026-02-10 session s1]\nassistant: from this session" in block.text
+
+
+def test_whitespace_without_meaning_is_dropped_indentation_kept() -> None:
+    block = build_recall_block([], [detail("def f():\n\n    return 1   \n\n", 0.5)], 4000)
+    assert block is not None
+    assert "assistant: def f():\n    return 1\n</detail>" in block.text
+
+
+def test_the_block_fills_its_cap_with_short_details() -> None:
+    # Chat-sized details: the fill's per-item upper bound must not leave the cap half empty.
+    items = [detail(f"short note number {n} about the deploy", 1.0, seq=n) for n in range(400)]
+    block = build_recall_block([], items, 2000)
+    assert block is not None
+    assert 0.95 * 2000 <= block.tokens <= 2000
 
 
 def test_knowledge_only_fallback_when_no_detail_fits() -> None:
-    block = build_recall_block([fact("short fact", 1.0)], [detail("z" * 400, 0.9)], 60)
+    # A counter that makes every "z" dear: not one character of the detail fits, so it is
+    # dropped (not shown as an empty cut) and the block falls back to knowledge only.
+    def count(text: str) -> int:
+        return estimate_tokens(text) + 50 * text.count("z")
+
+    block = build_recall_block([fact("short fact", 1.0)], [detail("z" * 400, 0.9)], 60, count=count)
     assert block is not None
-    assert block.knowledge and not block.details
-    assert block.tokens <= 60
-
-
-def test_detail_label_is_utc_minute_and_role() -> None:
-    assert detail_label(0.0, "user") == "1970-01-01 00:00 user"
-    assert detail_label(None, "tool") == "tool"
+    assert block.knowledge and not block.details and block.dropped == 1
+    assert count(block.text) <= 60
 
 
 def test_gemini_conversations_get_a_parts_message() -> None:
@@ -152,12 +197,11 @@ def test_build_is_deterministic(cap: int) -> None:
 def test_ties_are_broken_by_archive_order_never_by_the_random_id() -> None:
     # Parallel tool results archived in the same second: equal scores and labels. Their
     # order (and which one the cap drops) must follow the archive, whatever ids they got.
-    label = "2026-02-10 14:31 user"
     texts = ["first result " * 20, "second result " * 20, "third result " * 20]
 
     def block(refs: list[str], cap: int) -> str:
         items = [
-            RecallItem("detail", t, 0.5, label, ref, (1_770_000_000.0, n))
+            RecallItem("detail", t, 0.5, "user", ref, (1_770_000_000.0, n))
             for n, (t, ref) in enumerate(zip(texts, refs, strict=True))
         ]
         built = build_recall_block([], items, cap)
@@ -181,7 +225,7 @@ def test_chunks_of_one_message_take_one_slot_unless_asked_for_more() -> None:
             "detail",
             f"log part {n} " * 30,
             0.9 - n / 100,
-            "2026-02-10 14:31 tool",
+            "tool",
             f"s{n}",
             (1.0, n),
             "s1|1.0|7|tool",

@@ -23,6 +23,7 @@ from memctx.retrieval.embeddings import (
     TransformerEmbedder,
     make_embedder,
 )
+from memctx.text import tokenize
 
 TEXTS = [
     "configure the database connection",
@@ -78,11 +79,25 @@ def test_hash_similar_texts_are_closer_than_unrelated_ones() -> None:
         ("history share", "maxHistoryShare", "token budget"),
         ("payment webhook", "src/payment/webhook.ts", "docs/readme.md"),
         ("连接配置", "数据库连接配置", "天气很好"),
+        # Kana, hangul and compatibility ideographs are CJK too (memctx.text's one range).
+        ("データベース", "データベースの設定", "天気"),
+        ("데이터베이스", "데이터베이스 설정", "날씨"),
+        ("豈更", "豈更車賈", "滑串"),
+        # Scripts the keyword tokenizer drops still meet through their n-grams.
+        ("конфигурация", "конфигурации", "хлеб"),
     ],
 )
 def test_hash_morphology_identifiers_and_cjk(query: str, near: str, far: str) -> None:
     q, n, f = HashEmbedder().embed([query, near, far])
     assert _cos(q, n) > _cos(q, f) + 0.15
+
+
+def test_hash_n_grams_cover_words_the_keyword_tokenizer_drops() -> None:
+    # The n-gram words are Unicode words, on purpose wider than the keyword tokens: text
+    # with no keyword token at all still gets a vector.
+    assert tokenize("привет мир Ωμέγα") == []
+    vecs = HashEmbedder().embed(["привет мир Ωμέγα", "ひらがな", "한국어", "豈更"])
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
 
 
 def test_hash_version() -> None:

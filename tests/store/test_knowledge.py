@@ -381,6 +381,20 @@ def test_context_is_searchable(store: KnowledgeStore) -> None:
         ("config", "database = postgres", "database = sqlite", "SUPERSEDE"),
         ("task_state", "Refund logic not yet implemented", "Refund logic implemented", "SUPERSEDE"),
         ("decision", "使用 PostgreSQL 作为数据库", "使用 SQLite 作为数据库", "SUPERSEDE"),
+        # Kana, hangul and compatibility ideographs are CJK (memctx.text's one range): their
+        # runs are compared as bigrams, not as one opaque word each.
+        (
+            "decision",
+            "データベースはポスグレを使う",
+            "データベースはポスグレを使う、レプリカ付き",
+            "UPDATE",
+        ),
+        ("decision", "데이터베이스는 PostgreSQL 사용", "데이터베이스는 SQLite 사용", "SUPERSEDE"),
+        ("decision", "豈更車賈滑串", "豈更車賈滑串句龜", "UPDATE"),
+        # A directory is a value ("out/" -> "dist/"), though the tokenizer's word is "out".
+        ("config", "Build artifacts go to out/", "Build artifacts go to dist/", "SUPERSEDE"),
+        # A negation is an English word with its apostrophe ("isn't"), not a keyword token.
+        ("issue", "The export job isn't idempotent", "The export job is idempotent", "SUPERSEDE"),
         ("issue", "SSL cert error in staging environment", "Flaky test in CI cache", "ADD"),
         # A documented limit: a replacement sharing no words is not recognised.
         ("decision", "Use PostgreSQL instead of MySQL", "Switched to SQLite for tests", "ADD"),

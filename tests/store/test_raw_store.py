@@ -28,6 +28,7 @@ from memctx.store.raw import base as store_base_module
 from memctx.store.raw import terms as terms_module
 from memctx.store.raw.counts import TermCounter
 from memctx.store.raw.io import child_path, decode_info, decode_record, encode_record
+from memctx.store.raw.records import search_text
 from memctx.store.raw.store import RawStore, Segment
 from memctx.store.vmem import read_vmem, write_vmem
 from memctx.text.keywords import tokenize
@@ -736,8 +737,9 @@ def test_reopen_takes_term_counts_from_the_cache(
     again.add("s1", "user", "a brand new line about kubernetes", timestamp=NOW)
     again.close()  # one new segment: below the threshold, the cache is left as it is
     third = make_store(tmp_path).open()
-    assert calls == ["a brand new line about kubernetes"]
-    top = third.bm25.top_k(["kubernetes"], 1)[0][0]
+    # Counted with the date it is searched by; the stored content is the text alone.
+    assert calls == [search_text("a brand new line about kubernetes", NOW)]
+    top = third.bm25.top_k(tokenize("kubernetes"), 1)[0][0]
     assert third.content(top) == "a brand new line about kubernetes"
 
 
@@ -782,8 +784,9 @@ def test_cache_entries_follow_the_content_not_the_segment_id(
     (tmp_path / "segments.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     calls = _counting_tokenize(monkeypatch)
     again = make_store(tmp_path).open()
-    assert calls == ["hand edited: now about zeppelins"]  # only the changed line
-    assert again.get(again.bm25.top_k(["zeppelins"], 1)[0][0]).id == record["id"]
+    # Only the changed line is counted again (with the date it is searched by).
+    assert calls == [search_text("hand edited: now about zeppelins", record["timestamp"])]
+    assert again.get(again.bm25.top_k(tokenize("zeppelins"), 1)[0][0]).id == record["id"]
 
 
 def test_appends_fsync_only_when_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,30 +4,73 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import memctx
 from memctx.text import keywords as text_module
+from memctx.text import stem_tokens
 from memctx.text.keywords import (
+    CJK_CHARS,
+    CJK_RE,
+    QUESTION_WORDS,
+    STOPWORDS,
+    TOKENIZER_VERSION,
     cached_word_tokens,
     chunk_cache,
     is_cjk,
     run_tokens,
+    stemmed_run_tokens,
     tokenize,
     tokenize_general,
     tokenize_unique,
+    word_runs,
 )
 
 EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
 
 
 def test_identifiers_yield_their_parts() -> None:
-    assert tokenize("parseConfigFile") == ["parseconfigfile", "parse", "config", "file"]
-    assert tokenize("max_history_share") == ["max_history_share", "max", "history", "share"]
-    assert tokenize("HTTPServer") == ["httpserver", "http", "server"]
+    surface = partial(tokenize, stem=False)
+    assert surface("parseConfigFile") == ["parseconfigfile", "parse", "config", "file"]
+    assert surface("max_history_share") == ["max_history_share", "max", "history", "share"]
+    assert surface("HTTPServer") == ["httpserver", "http", "server"]
+    # Index terms stem the plain words among them; a name with "_" stays whole.
+    assert tokenize("parseConfigFile") == ["parseconfigfil", "pars", "config", "file"]
+    assert tokenize("max_history_share") == ["max_history_share", "max", "histori", "share"]
+
+
+def test_plain_words_are_stemmed_so_inflections_meet() -> None:
+    assert tokenize("Where has Melanie camped?") == ["melani", "camp"]
+    assert tokenize("we went camping; two paintings") == ["went", "camp", "two", "paint"]
+    assert set(tokenize("configured")) == set(tokenize("configuring"))
+    # Facts to match exactly are not stemmed: numbers, versions, paths, ids with digits.
+    # (Their plain-word parts are: "tests/runs.py" also gives "test" and "run".)
+    assert tokenize("port 8443 v1.2.3 tests/runs.py run2s") == [
+        "port",
+        "8443",
+        "v1.2.3",
+        "v1",
+        "tests/runs.py",
+        "runs.py",
+        "test",
+        "run",
+        "py",
+        "run2s",
+        "run",
+    ]
+
+
+def test_question_words_are_stop_words() -> None:
+    assert tokenize("How and why, whom or whose?") == []
+    assert QUESTION_WORDS <= STOPWORDS
+    assert TOKENIZER_VERSION == 2  # saved term counts of version 1 are stale
 
 
 def test_paths_keep_file_name_and_parts() -> None:
@@ -43,12 +86,80 @@ def test_stop_words_dropped_numbers_kept() -> None:
 def test_cjk_runs_become_bigrams() -> None:
     assert tokenize("使用数据库") == ["使用", "用数", "数据", "据库"]
     assert tokenize("用") == ["用"]
-    assert tokenize("我们用PostgreSQL") == ["我们", "们用", "postgresql", "postgre", "sql"]
+    assert tokenize("我们用PostgreSQL", stem=False) == [
+        "我们",
+        "们用",
+        "postgresql",
+        "postgre",
+        "sql",
+    ]
     assert is_cjk("配置") and not is_cjk("config")
 
 
+# One sample of each script the shared range covers, and characters it must not.
+CJK_SAMPLES = {
+    "hiragana": "ひらがな",
+    "katakana": "カタカナ",
+    "extension A": "㐀㐁",
+    "unified ideographs": "数据",
+    "hangul": "한국어",
+    "compatibility ideographs": "豈更",
+}
+
+
+@pytest.mark.parametrize("sample", CJK_SAMPLES.values(), ids=CJK_SAMPLES.keys())
+def test_one_cjk_range_covers_kana_hangul_and_compatibility_ideographs(sample: str) -> None:
+    assert is_cjk(sample) and is_cjk(f"x {sample} y")
+    assert "".join(CJK_RE.findall(f"a{sample}-b")) == sample
+    assert re.fullmatch(f"[{CJK_CHARS}]+", sample)
+    # A CJK run of any of these scripts is tokenized as CJK: overlapping bigrams.
+    assert tokenize(sample) == [sample[i : i + 2] for i in range(len(sample) - 1)]
+    assert word_runs(f"use {sample}ok") == ["use", sample, "ok"]
+
+
+def test_non_cjk_unicode_is_not_cjk() -> None:
+    for text in ("café", "Ωμέγα", "привет", "ＡＰＩ", "２０２４", "😀", "—", "", "config"):
+        assert not is_cjk(text) and not CJK_RE.search(text), text
+
+
+def test_no_module_spells_its_own_cjk_range() -> None:
+    """Every "is this CJK?" goes through memctx.text (is_cjk, CJK_RE, CJK_CHARS): a module
+    with its own range drifts (one missed kana and hangul, another the compatibility
+    ideographs). Only keywords.py may spell a range boundary, escaped or literal."""
+    bounds = "3040 3041 309f 30a0 30ff 3400 4dbf 4e00 9fa5 9fff ac00 d7a3 d7af f900 faff".split()
+    escaped = re.compile(r"\\[uU]0{0,4}(?:" + "|".join(bounds) + r")\b", re.IGNORECASE)
+    literal = re.compile(f"[{CJK_CHARS}]-[{CJK_CHARS}]")
+    package = Path(memctx.__file__).parent
+    keywords = Path(text_module.__file__).resolve()
+    offenders = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if path.resolve() != keywords
+        and (escaped.search(source := path.read_text(encoding="utf-8")) or literal.search(source))
+    ]
+    assert offenders == []
+    assert escaped.search(keywords.read_text(encoding="utf-8"))  # the check can see a range
+
+
+@pytest.mark.parametrize(
+    ("text", "runs"),
+    [
+        ("edit src/payment/webhook.ts now", ["edit", "src/payment/webhook.ts", "now"]),
+        ("parseConfigFile, max_history_share!", ["parseConfigFile", "max_history_share"]),
+        ("我们用PostgreSQL做数据库", ["我们用", "PostgreSQL", "做数据库"]),
+        ("localhost:5432 ops@corp v1.2.3-rc1", ["localhost", "5432", "ops", "corp", "v1.2.3-rc1"]),
+        ("café naïve", ["caf", "na", "ve"]),  # letters outside ASCII and CJK separate runs
+        ("the, a; of", ["the", "a", "of"]),  # as written: stop words are the caller's business
+        ("", []),
+    ],
+)
+def test_word_runs_are_the_runs_tokenize_cuts_text_into(text: str, runs: list[str]) -> None:
+    assert word_runs(text) == runs
+
+
 def test_unique_keeps_first_seen_order() -> None:
-    assert tokenize_unique("test the test suite tests") == ["test", "suite", "tests"]
+    assert tokenize_unique("test the test suite tests", stem=False) == ["test", "suite", "tests"]
+    assert tokenize_unique("test the test suite tests") == ["test", "suit"]
 
 
 @given(st.text(max_size=200))
@@ -101,7 +212,19 @@ _MIXED_TEXT = st.lists(
 @given(_MIXED_TEXT)
 def test_fast_path_equals_the_general_path(text: str) -> None:
     assert tokenize(text) == tokenize_general(text, cached_word_tokens)
-    assert tokenize(text) == tokenize_general(text, run_tokens)  # cached or not: the same
+    assert tokenize(text) == tokenize_general(text, stemmed_run_tokens)  # cached or not
+    assert tokenize(text) == stem_tokens(tokenize(text, stem=False))  # stemming commutes
+    assert tokenize(text, stem=False) == tokenize_general(text, run_tokens)
+
+
+@settings(max_examples=EXAMPLES // 4, deadline=None)
+@given(_MIXED_TEXT)
+def test_tokens_are_the_tokens_of_the_word_runs_in_turn(text: str) -> None:
+    runs = word_runs(text)
+    for stem in (True, False):
+        per_run = [t for run in runs for t in tokenize(run, stem=stem)]
+        assert tokenize(text, stem=stem) == per_run
+    assert all(r and (CJK_RE.fullmatch(r[0]) is None) == (CJK_RE.search(r) is None) for r in runs)
 
 
 def test_fast_path_survives_the_cache_filling_up(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memctx.text import keywords
 from memctx.text.tagging import MAX_ENTITIES, entities, topics
 
 CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
@@ -195,6 +197,29 @@ def test_pinned_topics_and_entities() -> None:
     for text, want_topics, want_entities in CASES:
         assert topics(text) == want_topics, text
         assert entities(text) == want_entities, text
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("データベースの数据库迁移", ("database",)),  # kana around Chinese keywords
+        ("데이터베이스 数据库 테스트", ("database",)),  # hangul
+        ("豈更 部署失败", ("deployment",)),  # compatibility ideographs
+        ("ひらがな カタカナ 한국어 豈更", ()),  # CJK, but no Chinese keyword
+    ],
+)
+def test_chinese_keywords_are_found_in_any_cjk_text(text: str, want: tuple[str, ...]) -> None:
+    assert topics(text) == want
+
+
+def test_topics_ask_memctx_text_whether_a_text_is_cjk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chinese keywords are looked for only in text that the shared range calls CJK; with
+    # that range narrowed to kana, Han-only text is no longer scanned, and kana text is. A
+    # CJK range of tagging's own would ignore the change.
+    assert topics("数据库迁移") == ("database",)
+    monkeypatch.setattr(keywords, "CJK_RE", re.compile("[\u3040-\u30ff]"))
+    assert topics("数据库迁移") == ()
+    assert topics("データ 数据库迁移") == ("database",)
 
 
 # -- the original entities(), verbatim (with its regexes), as the property tests' reference ---

@@ -6,12 +6,12 @@ find) a retriever ranks the archived turns. Two readings of the ranking:
 - **recall@k**: the share of the question's evidence turns among the top k.
 - **recall at a token budget**: the ranking is read in order and each turn is kept while the
   recall block that holds it still fits the budget; a turn that does not fit is skipped and
-  the next one tried. By default the block is what :func:`memctx.recall.render.
-  render_recall` makes of the kept turns (one date header per session, ``speaker: text``
-  lines), counted whole with the estimate memctx budgets with (``ceil(len/3)``); the older
-  reading, each turn's archived text ``[date] speaker: text`` counted on its own
-  (:func:`within_budget`), stays available for comparison. 2,000 tokens is about what Mem0
-  injects per question.
+  the next one tried. By default the block is the product's ``<recalled-context>`` block
+  (:func:`memctx.recall.build_recall_block`: one date header per day, ``speaker: text``
+  lines, the budget as its cap), counted whole with the estimate memctx budgets with
+  (``ceil(len/3)``); the older reading, each turn's archived text ``[date] speaker: text``
+  counted on its own (:func:`within_budget`), stays available for comparison. 2,000 tokens is
+  about what Mem0 injects per question.
 
 Both are averaged over questions (each question counts once, whatever its number of
 evidence turns), overall and per category number.
@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memctx.recall import RecallHit, render_recall
+from memctx.recall import RecallItem, build_recall_block
 
 from .data import Conversation, Question, Turn
 
@@ -36,7 +36,7 @@ __all__ = [
     "evaluate_retriever",
     "per_turn_packer",
     "rendered_packer",
-    "turn_hit",
+    "turn_item",
     "within_budget",
 ]
 
@@ -76,25 +76,30 @@ def within_budget(ranking: Sequence[int], costs: Sequence[int], budget: int) -> 
     return chosen
 
 
-def turn_hit(turn: Turn) -> RecallHit:
-    """A LoCoMo turn as the recall block shows it: under its session's date, by its speaker."""
-    return RecallHit(
-        text=turn.said or turn.text,  # a hand-made turn may carry only the archived text
-        session=str(turn.session),
-        date=turn.date,
-        speaker=turn.speaker if turn.said else "",
-        turn=turn.index,
-        time=turn.timestamp,
+def turn_item(conv: Conversation, turn: Turn, rank: int) -> RecallItem:
+    """A LoCoMo turn as the product archives it (:func:`.product.conversation_messages`),
+    as a recall candidate at ``rank`` in a ranking."""
+    return RecallItem(
+        "detail",
+        turn.said or turn.text,
+        score=-float(rank),  # the ranking's order: best first
+        label=turn.speaker,  # the message's name, shown instead of its role
+        ref=str(turn.index),
+        order=(turn.timestamp, turn.index),
+        session=conv.sample_id,
+        seq=turn.index,
     )
 
 
 def rendered_packer(conv: Conversation) -> Packer:
-    """Pack through :func:`~memctx.recall.render.render_recall` (the default)."""
-    hits = [turn_hit(t) for t in conv.turns]
+    """Pack through the product's recall block (:func:`memctx.recall.build_recall_block`),
+    the budget being its cap: what ``on_context`` would show for this ranking."""
 
     def pack(ranking: Sequence[int], budget: int) -> list[int]:
-        block = render_recall([hits[i] for i in ranking], budget)
-        return [ranking[i] for i in block.included]
+        items = [turn_item(conv, conv.turns[i], rank) for rank, i in enumerate(ranking)]
+        block = build_recall_block([], items, budget)
+        shown = {int(item.ref) for item in block.details} if block else set()
+        return [i for i in ranking if i in shown]
 
     return pack
 

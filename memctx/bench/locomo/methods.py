@@ -1,16 +1,18 @@
-"""LoCoMo evidence recall through the real archive path: RawStore + hybrid search.
+"""LoCoMo evidence recall: the product's path, and the search methods behind it.
 
-Every conversation is archived turn by turn into a fresh :class:`RawStore` (one message per
-turn, the session date in the text and as the segment's timestamp), then each question of
-categories 1-4 is asked through :func:`hybrid_search` as ``memory_search`` asks it, and the
-ranking fills a 2,000-token recall block (:func:`memctx.recall.render.render_recall`).
-The table compares BM25 only, vectors only, the seed's hybrid, and memctx's defaults, with
-each addition switched off in turn (the ablations), for hash and transformer embeddings.
+Two readings, for hash and transformer embeddings:
 
-memctx's default asks with stemmed keywords (:mod:`memctx.bench.locomo.keywords`): a second
-BM25 index over the store's contents stands in for the store's own until the tokenizer stems
-(the patch is described there); the "- stemming and question words" ablation is what
-``memory_search`` asks today.
+- **through the product** (:mod:`.product`): every conversation archived with
+  ``on_before_compact``, every question asked through ``on_context``, evidence counted inside
+  the ``<recalled-context>`` block it returns. This is what an agent receives, and the figure
+  the README quotes.
+- **the methods table**: every conversation archived turn by turn into a fresh
+  :class:`~memctx.store.RawStore` as the product archives it (the speaker as the message's
+  name, the session date as its timestamp), each question ranked by
+  :func:`~memctx.store.search_store` with one set of search parameters, and the ranking
+  packed into the product's recall block (:func:`memctx.recall.build_recall_block`) with a
+  2,000-token cap. It compares BM25 only, vectors only, the seed's hybrid and memctx's
+  defaults, with each addition switched off in turn (the ablations).
 
 Decay needs a "now": the questions are asked after the last session, so ``now`` is the last
 session's timestamp. LoCoMo questions are about any point of the past, so any decay can only
@@ -24,7 +26,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 from memctx.messages import estimate_tokens
 from memctx.retrieval import SEED_PRESET, Embedder, SearchParams, make_embedder
@@ -40,20 +41,18 @@ from .evaluate import (
     per_turn_packer,
     rendered_packer,
 )
-from .keywords import StemmedBM25, search_stemmed, stemmed_index
+from .product import conversation_messages, evaluate_product
 
-__all__ = ["DEFAULT_METHOD", "METHODS", "Method", "evaluate_methods", "run_locomo"]
+__all__ = [
+    "DEFAULT_METHOD",
+    "METHODS",
+    "Method",
+    "archive_conversation",
+    "evaluate_methods",
+    "run_locomo",
+]
 
 RANK_DEPTH = 150  # ranked turns per question: more than a 2,000-token budget can hold
-
-
-# Which keyword index a method asks: the store's own, or a StemmedBM25 with these settings.
-Keywords = Literal["store", "stemmed", "stem only", "question words only"]
-_KEYWORD_SETTINGS = {
-    "stemmed": (True, True),  # (stem, drop question words)
-    "stem only": (True, False),
-    "question words only": (False, True),
-}
 
 
 @dataclass(frozen=True)
@@ -61,27 +60,22 @@ class Method:
     name: str
     params: SearchParams
     decay: bool = False  # decay relative to the last session
-    keywords: Keywords = "stemmed"
     per_turn: bool = False  # budget by each turn's archived text instead of the rendered block
 
 
-_PLAIN = SearchParams(neighbour_weight=0.0, episode_weight=0.0, decay=1.0, candidates=300)
-_DEFAULT = replace(SearchParams(), candidates=300)
+_PLAIN = replace(SearchParams(), neighbour_weight=0.0, episode_weight=0.0, decay=1.0)
+_DEFAULT = SearchParams()
 DEFAULT_METHOD = Method("memctx default (no decay)", _DEFAULT)
 METHODS = (
-    Method("bm25 only", replace(_PLAIN, vector_weight=0.0, text_weight=1.0), keywords="store"),
-    Method("vector only", replace(_PLAIN, vector_weight=1.0, text_weight=0.0), keywords="store"),
-    Method("hybrid 0.7/0.3 (seed, no decay)", _PLAIN, keywords="store"),
+    Method("bm25 only", replace(_PLAIN, vector_weight=0.0, text_weight=1.0)),
+    Method("vector only", replace(_PLAIN, vector_weight=1.0, text_weight=0.0)),
+    Method("hybrid 0.7/0.3 (seed, no decay)", _PLAIN),
     Method(
         "seed preset (0.995 per hour)",
-        replace(SEED_PRESET, candidates=300),
+        replace(SEED_PRESET, candidates=_DEFAULT.candidates),
         decay=True,
-        keywords="store",
     ),
     DEFAULT_METHOD,
-    Method("  - stemming and question words", _DEFAULT, keywords="store"),
-    Method("  - stemming", _DEFAULT, keywords="question words only"),
-    Method("  - question words", _DEFAULT, keywords="stem only"),
     Method("  - grouped block", _DEFAULT, per_turn=True),
     Method("  - without neighbours", replace(_DEFAULT, neighbour_weight=0.0)),
     Method("  - without episode boost", replace(_DEFAULT, episode_weight=0.0)),
@@ -92,18 +86,19 @@ METHODS = (
 def archive_conversation(
     conv: Conversation, embedder: Embedder, root: Path
 ) -> tuple[RawStore, list[int]]:
-    """Store every turn; return the store and the turn index of each segment key."""
+    """Store every turn as the product archives it; return the store and the turn index of
+    each segment key."""
     store = RawStore(root / conv.sample_id, embedder=embedder, eviction_days=None)
-    speaker_a = conv.speakers[0]
     items = [
         {
             "session_id": conv.sample_id,
-            "role": "user" if turn.speaker == speaker_a else "assistant",
-            "content": turn.text,
-            "timestamp": turn.timestamp,
+            "role": message["role"],
+            "name": message["name"],
+            "content": message["content"],
+            "timestamp": message["timestamp"],
             "turn": turn.index,
         }
-        for turn in conv.turns
+        for turn, message in zip(conv.turns, conversation_messages(conv), strict=True)
     ]
     stored = store.add_many(items)
     # A turn whose text repeats an earlier one in its session is stored once (dedup); the
@@ -120,61 +115,30 @@ def archive_conversation(
     return store, keys
 
 
-def _retriever(
-    store: RawStore,
-    turn_of_key: list[int],
-    method: Method,
-    now: float,
-    index: StemmedBM25 | None,
-) -> Retriever:
+def _retriever(store: RawStore, turn_of_key: list[int], method: Method, now: float) -> Retriever:
     def rank(question: str) -> list[int]:
-        when = now if method.decay else None
-        # cross_session: one conversation per store
-        if index is None:
-            hits = search_store(
-                store,
-                question,
-                limit=RANK_DEPTH,
-                cross_session=True,
-                params=method.params,
-                now=when,
-            )
-        else:
-            hits = search_stemmed(
-                store,
-                index,
-                question,
-                limit=RANK_DEPTH,
-                cross_session=True,
-                params=method.params,
-                now=when,
-            )
+        hits = search_store(
+            store,
+            question,
+            limit=RANK_DEPTH,
+            cross_session=True,  # one conversation per store
+            params=method.params,
+            now=now if method.decay else None,
+        )
         return [turn_of_key[h.key] for h in hits]
 
     return rank
 
 
 class _Archive:
-    """One conversation's store, its key -> turn map and its keyword indexes (made once)."""
+    """One conversation's store and its key -> turn map (made once for every method)."""
 
     def __init__(self, conv: Conversation, embedder: Embedder, root: Path) -> None:
         self.store, self.turn_of_key = archive_conversation(conv, embedder, root)
         self.now = max(t.timestamp for t in conv.turns)
-        self._indexes: dict[str, StemmedBM25] = {}
-
-    def index(self, keywords: Keywords) -> StemmedBM25 | None:
-        if keywords == "store":
-            return None
-        if keywords not in self._indexes:
-            stem, question_words = _KEYWORD_SETTINGS[keywords]
-            self._indexes[keywords] = stemmed_index(
-                self.store, stem=stem, question_words=question_words
-            )
-        return self._indexes[keywords]
 
     def retriever(self, method: Method) -> Retriever:
-        index = self.index(method.keywords)
-        return _retriever(self.store, self.turn_of_key, method, self.now, index)
+        return _retriever(self.store, self.turn_of_key, method, self.now)
 
 
 _PER_TURN: PackerFactory = per_turn_packer(lambda turn: estimate_tokens(turn.text))
@@ -187,14 +151,24 @@ def evaluate_methods(
     *,
     budget: int = 2000,
     cache_dir: Path | None = None,
+    product: bool = True,
 ) -> list[RecallReport]:
-    """Archive every conversation with the ``kind`` embedder once; evaluate each method."""
+    """Archive every conversation with the ``kind`` embedder once; evaluate each method.
+
+    With ``product``, the first report is the product's own path (:mod:`.product`), with
+    ``budget`` as ``hardCapTokens``.
+    """
     cache = cache_dir / f"embeddings-{kind}.bin" if cache_dir else None
     embedder = make_embedder(kind, cache_path=cache)  # type: ignore[arg-type]
     if reason := getattr(embedder, "fallback_reason", None):
         print(f"note: {kind} requested, hash used: {reason}")
-    started = time.perf_counter()
     reports: list[RecallReport] = []
+    if product:
+        started = time.perf_counter()
+        name = f"{kind:11s} through on_context (the product)"
+        reports.append(evaluate_product(conversations, embedder, name=name, cap=budget))
+        print(f"[{kind}] product path in {time.perf_counter() - started:.1f} s")
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memctx-locomo-") as tmp:
         archived = {c.sample_id: _Archive(c, embedder, Path(tmp)) for c in conversations}
         print(f"[{kind}] archived in {time.perf_counter() - started:.1f} s")
@@ -252,7 +226,7 @@ def _print(reports: Sequence[RecallReport], budget: int) -> None:
     print(head)
     print("-" * len(head))
     for r in reports:
-        cells = "".join(f"  {r.at_k[k]:5.1%}" for k in KS)
+        cells = "".join(f"  {r.at_k[k]:5.1%}" if k in r.at_k else f"  {'-':>5s}" for k in KS)
         cats = "  ".join(f"{r.by_category.get(c, {}).get('budget', 0):.0%}" for c in (1, 2, 3, 4))
         worst = min(r.per_conversation.values(), default=0.0)
         print(
@@ -263,7 +237,9 @@ def _print(reports: Sequence[RecallReport], budget: int) -> None:
     print(
         f"\nrecall = share of a question's evidence turns retrieved, averaged over "
         f"{reports[0].questions if reports else 0} questions; @{budget}tok = greedy fill of a "
-        f"{budget}-token recall block; categories at the budget: {names}. Default: stemmed "
-        f"keywords, question words dropped, one date header per session; '- grouped block' "
-        f"counts each turn's archived '[date] speaker: text' on its own."
+        f"{budget}-token recall block; categories at the budget: {names}. 'through "
+        f"on_context': the <recalled-context> block the product injects (cap {budget}), no "
+        f"ranking cut-offs; the other rows rank with one search and pack the ranking into "
+        f"the same block; '- grouped block' counts each turn's archived "
+        f"'[date] speaker: text' on its own."
     )

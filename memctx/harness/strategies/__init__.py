@@ -1,10 +1,12 @@
 """Context strategies for the harness, behind one small protocol and a registry: ``full``,
-``truncate`` and ``memory-context``; :func:`register_strategy` adds your own.
+``truncate``, ``memory-context`` and ``memory-context-hook``; :func:`register_strategy` adds
+your own.
 """
 
 from __future__ import annotations
 
 from .base import (
+    HOOK_STRATEGY,
     STRATEGIES,
     BaseStrategy,
     FullStrategy,
@@ -21,6 +23,7 @@ from .base import (
 from .memory_context import MemoryContextStrategy
 
 __all__ = [
+    "HOOK_STRATEGY",
     "STRATEGIES",
     "BaseStrategy",
     "FullStrategy",

@@ -17,6 +17,10 @@ which messages to send (:meth:`Strategy.prepare`). Built in:
   recall it. ``reserve = min(compaction.reserveTokensFloor, window // 4)``: OpenClaw's
   compaction reserve, capped so that small windows still keep three quarters for history.
   It lives in :mod:`memctx.harness.strategies.memory_context` and is imported on first use.
+- ``memory-context-hook``: the same hooks without agent compaction: ``on_context`` alone
+  keeps every call within the window; compactions recorded in the transcript (a compaction
+  summary after its start) are replayed through ``on_before_compact``. ``memctx replay``
+  uses it by default on real sessions.
 
 Later issues add ``openclaw``, ``meerkat`` and ``planner`` with :func:`register_strategy`.
 Every strategy must be deterministic given its :class:`StrategySetup` (the engine supplies
@@ -41,6 +45,7 @@ from memctx.messages import (
 )
 
 __all__ = [
+    "HOOK_STRATEGY",
     "STRATEGIES",
     "BaseStrategy",
     "FullStrategy",
@@ -134,6 +139,7 @@ class Strategy(Protocol):
 
 StrategyFactory = Callable[[StrategySetup], Strategy]
 STRATEGIES: dict[str, StrategyFactory] = {}
+HOOK_STRATEGY = "memory-context-hook"  # memctx's hooks without agent compaction
 
 
 def register_strategy(name: str, factory: StrategyFactory, *, replace: bool = False) -> None:
@@ -261,15 +267,22 @@ class TruncateStrategy(BaseStrategy):
 
 
 def _memory_context(setup: StrategySetup) -> Strategy:
-    # Imported on use: the runtime is heavy and only this strategy needs it.
+    # Imported on use: the runtime is heavy and only these strategies need it.
     from .memory_context import MemoryContextStrategy
 
     return MemoryContextStrategy(setup)
+
+
+def _memory_context_hook(setup: StrategySetup) -> Strategy:
+    from .memory_context import MemoryContextStrategy
+
+    return MemoryContextStrategy(setup, agent_compaction=False)
 
 
 for _name, _factory in (
     ("full", FullStrategy),
     ("truncate", TruncateStrategy),
     ("memory-context", _memory_context),
+    (HOOK_STRATEGY, _memory_context_hook),
 ):
     register_strategy(_name, _factory)

@@ -1,13 +1,17 @@
-"""The ``memory-context`` strategy: memctx's hooks inside an agent loop that compacts.
+"""The ``memory-context`` and ``memory-context-hook`` strategies: memctx's hooks in an agent loop.
 
-Before every call the agent sends ``MemoryContext.on_context(transcript)``. When the
-transcript passes the compaction threshold, the agent compacts with
-:class:`memctx.compaction.AgentCompactor` (a rolling LLM summary written by
+Before every call the agent sends ``MemoryContext.on_context(transcript)``. Under
+``memory-context``, when the transcript passes the compaction threshold, the agent compacts
+with :class:`memctx.compaction.AgentCompactor` (a rolling LLM summary written by
 ``extractionModel``, ``memctx/offline`` by default), and the part it replaces goes to
-``on_before_compact`` first (archive + background extraction). At the end of each session
-the rest of the transcript goes to ``on_before_compact`` as the session-end hook, so later
-sessions can recall it (``crossSession`` is switched on by the engine for multi-session
-scenarios).
+``on_before_compact`` first (archive + background extraction). Under
+``memory-context-hook`` the agent never compacts by itself: the context hook alone keeps
+every call within the window, and only the compactions the transcript records (a compaction
+summary after its start, e.g. Claude Code's ``compact_boundary``) are replayed, the history
+before the summary going to ``on_before_compact``; that is what ``memctx replay`` measures
+on a real session by default. At the end of each session the rest of the transcript goes to
+``on_before_compact`` as the session-end hook, so later sessions can recall it
+(``crossSession`` is switched on by the engine for multi-session scenarios).
 
 Determinism: the engine's clock is passed to ``MemoryContext`` and every hook is followed by
 ``wait_idle()`` outside the timed section, so background embedding and extraction finish
@@ -22,11 +26,23 @@ from typing import Any, Literal
 
 from memctx.compaction import AgentCompactor
 from memctx.llm import LLMClient
-from memctx.messages import RoleKind, is_compaction_summary, is_recalled_block
+from memctx.messages import (
+    RoleKind,
+    is_compaction_summary,
+    is_recalled_block,
+    leading_system_count,
+)
 from memctx.retrieval import Embedder, make_embedder
 from memctx.runtime import MemoryContext
 
-from .base import BaseStrategy, Messages, Prepared, StrategySetup, leading_blocks
+from .base import (
+    HOOK_STRATEGY,
+    BaseStrategy,
+    Messages,
+    Prepared,
+    StrategySetup,
+    leading_blocks,
+)
 
 __all__ = [
     "MemoryContextStrategy",
@@ -48,12 +64,19 @@ def shared_embedder(kind: str) -> Embedder:
 
 
 class MemoryContextStrategy(BaseStrategy):
-    """memctx's hooks in an agent loop that compacts (see the module docstring)."""
+    """memctx's hooks in an agent loop (see the module docstring).
+
+    Args:
+        setup: The run's window, embedding, config, work directory and shared caches.
+        agent_compaction: ``True`` for ``memory-context`` (the agent compacts when the
+            transcript passes the threshold); ``False`` for ``memory-context-hook`` (it
+            only replays the compactions recorded in the transcript).
+    """
 
     name = "memory-context"
     searches = True
 
-    def __init__(self, setup: StrategySetup) -> None:
+    def __init__(self, setup: StrategySetup, *, agent_compaction: bool = True) -> None:
         super().__init__(setup)
         self.config = setup.config.with_overrides({"embeddingModel": setup.embedding})
         self.embedder = shared_embedder(setup.embedding)
@@ -61,13 +84,19 @@ class MemoryContextStrategy(BaseStrategy):
         # One extraction client for every session: one usage tally, one response cache in
         # the store (scanned for secrets like the rest of it).
         self.extractor = LLMClient(self.config.extraction_model, cache_dir=self.store / "llm-cache")
-        # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
-        self.summarizer = LLMClient(self.config.extraction_model)
-        self.compactor = AgentCompactor(
-            self.config, setup.window, self.summarizer, setup.counter.count_message, setup.infos
-        )
+        self.summarizer: LLMClient | None = None
+        self.compactor: AgentCompactor | None = None
+        if agent_compaction:
+            # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
+            self.summarizer = LLMClient(self.config.extraction_model)
+            self.compactor = AgentCompactor(
+                self.config, setup.window, self.summarizer, setup.counter.count_message, setup.infos
+            )
+        else:
+            self.name = HOOK_STRATEGY
         self.engine: MemoryContext | None = None
         self.failures = 0
+        self._scanned = 0  # transcript messages already searched for a recorded compaction
 
     def _engine(self) -> MemoryContext:
         if self.engine is None:
@@ -75,6 +104,7 @@ class MemoryContextStrategy(BaseStrategy):
         return self.engine
 
     def start_session(self, session_id: str) -> None:
+        self._scanned = 0
         self.engine = MemoryContext(
             self.config,
             store_dir=self.store,
@@ -97,6 +127,8 @@ class MemoryContextStrategy(BaseStrategy):
         return Prepared(context, latency, kept < len(transcript), engine.recall_cap)
 
     def compact(self, transcript: Messages, tokens: int) -> Messages | None:
+        if self.compactor is None:
+            return self._recorded_compaction(transcript)
         if not self.compactor.due(tokens):
             return None
         plan = self.compactor.plan(transcript)
@@ -107,6 +139,30 @@ class MemoryContextStrategy(BaseStrategy):
             engine.on_before_compact(plan.fresh)
             engine.wait_idle(_WAIT_S)
         return self.compactor.apply(transcript, plan)
+
+    def _recorded_compaction(self, transcript: Messages) -> Messages | None:
+        """Replay the last compaction the transcript records since the previous call.
+
+        The agent that wrote the transcript compacted where a compaction summary follows
+        other messages: its hook got the history before the summary, and the model saw
+        only the leading system messages, the summary and what came after it from then on.
+        An agent only appends, so each call searches the new messages only.
+        """
+        infos = self.setup.infos
+        head = leading_system_count(transcript, infos)
+        new = range(max(self._scanned, head + 1), len(transcript))
+        self._scanned = len(transcript)
+        found = [i for i in new if is_compaction_summary(transcript[i], infos.info(transcript[i]))]
+        if not found:
+            return None
+        at = found[-1]
+        engine = self._engine()
+        engine.on_before_compact(transcript[head:at])
+        # As after every hook: the archive and extraction finish before the next call.
+        engine.wait_idle(_WAIT_S)
+        replaced = transcript[:head] + transcript[at:]
+        self._scanned = len(replaced)
+        return replaced
 
     def search(self, query: str) -> list[str] | None:
         hits = self._engine().memory_search(query, limit=5)
@@ -137,6 +193,8 @@ class MemoryContextStrategy(BaseStrategy):
             self.engine = None
         usage: dict[str, float] = {"hook_failures": float(self.failures)}
         for client in (self.extractor, self.summarizer):
+            if client is None:
+                continue
             tally = client.usage()
             usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + tally.prompt_tokens
             usage["completion_tokens"] = usage.get("completion_tokens", 0) + tally.completion_tokens

@@ -8,6 +8,15 @@ file I/O, records, vectors, term counts, the inter-process lock, compaction).
 from __future__ import annotations
 
 from .lock import LockTimeout
+from .records import validate_name
 from .store import NewSegment, RawStore, Segment, SegmentInfo, validate_session_id
 
-__all__ = ["LockTimeout", "NewSegment", "RawStore", "Segment", "SegmentInfo", "validate_session_id"]
+__all__ = [
+    "LockTimeout",
+    "NewSegment",
+    "RawStore",
+    "Segment",
+    "SegmentInfo",
+    "validate_name",
+    "validate_session_id",
+]

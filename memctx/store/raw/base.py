@@ -42,6 +42,7 @@ from .io import (
     validate_session_id,
 )
 from .lock import LockTimeout, StoreLock
+from .records import search_text
 from .terms import STALE_MIN, TERMS_FILE, TermCache, read_term_cache, write_term_cache
 from .vectors import VectorFile
 
@@ -186,7 +187,8 @@ class RawStoreBase:
             digest = dedup_digest(info.session_id, info.role, content)
             doc: str | int | None = cached.get(digest)
             if doc is None:
-                doc = content  # counted in bulk by the index (TermCounter)
+                # Counted in bulk by the index (TermCounter), with the date it is searched by.
+                doc = search_text(content, info.timestamp, info.name)
                 self._uncached += 1
             batch.append((info, (offset, end - offset - 1), digest, doc))
             if len(batch) == _INDEX_BATCH:
@@ -330,7 +332,12 @@ class RawStoreBase:
     def _embed_keys(self, keys: list[int]) -> None:
         for i in range(0, len(keys), _EMBED_BATCH):
             batch = keys[i : i + _EMBED_BATCH]
-            self._idx.vectors.add_many(batch, self._vfile.embed([self._content(k) for k in batch]))
+            infos = [self._idx.info[k] for k in batch]
+            texts = [
+                search_text(self._content(k), i.timestamp, i.name)
+                for k, i in zip(batch, infos, strict=True)
+            ]
+            self._idx.vectors.add_many(batch, self._vfile.embed(texts))
 
     def _attach_all_vectors(self, keys: list[int], *, can_write: bool) -> None:
         """Vectors of a fresh load from ``vectors.bin``; rebuild (and report once) if off."""

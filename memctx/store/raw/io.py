@@ -31,6 +31,8 @@ from .records import (
     decode_record,
     dedup_digest,
     encode_record,
+    search_text,
+    validate_name,
     validate_role,
     validate_session_id,
 )
@@ -248,10 +250,10 @@ def prepare_segment(
     """
     if isinstance(item, Mapping):
         sid, role, content = item.get("session_id"), item.get("role"), item.get("content")
-        stamp, turn = item.get("timestamp"), item.get("turn")
+        stamp, turn, name = item.get("timestamp"), item.get("turn"), item.get("name")
     else:
-        (sid, role, content), stamp, turn = item, None, None
-    sid, role = validate_session_id(sid), validate_role(role)
+        (sid, role, content), stamp, turn, name = item, None, None, None
+    sid, role, name = validate_session_id(sid), validate_role(role), validate_name(name)
     if not isinstance(content, str):
         raise StoreError(f"content must be a string, got {type(content).__name__}")
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 0):
@@ -272,5 +274,7 @@ def prepare_segment(
         turn=turn,
         topics=topics(text),
         entities=entities(text),
+        name=name,
     )
-    return Prepared(seg, dedup_digest(sid, role, text), encode_record(seg), tokenize(text))
+    tokens = tokenize(search_text(text, seg.timestamp, seg.name))
+    return Prepared(seg, dedup_digest(sid, role, text), encode_record(seg), tokens)

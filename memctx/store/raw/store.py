@@ -67,6 +67,7 @@ from .io import (
     validate_session_id,
     write_all,
 )
+from .records import search_text
 
 __all__ = ["NewSegment", "RawStore", "Segment", "SegmentInfo", "validate_session_id"]
 
@@ -162,7 +163,8 @@ class RawStore(CompactingStore):
         if not todo:
             return results
         # Embedding is the slow part: outside the lock, and before anything is written.
-        matrix = self._vfile.embed([prepared[i].segment.content for i in todo])
+        segments = [prepared[i].segment for i in todo]
+        matrix = self._vfile.embed([search_text(s.content, s.timestamp, s.name) for s in segments])
         row_of = {i: row for row, i in enumerate(todo)}
         with self._lock, contextlib.ExitStack() as stack:
             self._ensure_open()
@@ -260,9 +262,7 @@ class RawStore(CompactingStore):
         with self._lock:
             i = self.segment(key)
             content = self._content(key)
-        return Segment(
-            i.id, i.session_id, i.timestamp, i.role, content, i.tokens, i.turn, i.topics, i.entities
-        )
+        return Segment.of(i, content)
 
     def key_of(self, segment_id: str) -> int | None:
         """The key of a live segment by its id, or ``None``."""

@@ -52,7 +52,7 @@ logger = logging.getLogger("memctx")
 TERMS_FILE: Final = "bm25.cache"
 STALE_MIN: Final = 1024  # segments missing from the file before it is worth rewriting
 _MAGIC: Final = b"MCBM"
-_VERSION: Final = 1
+_VERSION: Final = 2  # 2: counts of search_text() (the date and name added)
 _HEADER: Final = struct.Struct("<4sIIIIQQ")
 _DIGEST: Final = 32
 _CHECK: Final = 16
@@ -148,8 +148,12 @@ def write_term_cache(
             put(sizes.astype("<u4").tobytes())
             for i in range(0, len(keys), _CHUNK):
                 counts = bm25.term_counts(keys[i : i + _CHUNK])
+                # Term-id order within each document, whichever order it was indexed in
+                # (one add tokenizes, a reopen counts in bulk): the same store, the same bytes.
+                doc = np.repeat(np.arange(len(counts.sizes)), counts.sizes)
+                order = np.lexsort((counts.term, doc))
                 pairs = np.empty((len(counts.term), 2), dtype="<u4")
-                pairs[:, 0], pairs[:, 1] = counts.term, counts.tf
+                pairs[:, 0], pairs[:, 1] = counts.term[order], counts.tf[order]
                 put(pairs.tobytes())
             handle.write(check.digest())
         os.replace(tmp, path)

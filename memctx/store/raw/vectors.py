@@ -36,6 +36,7 @@ from ..vmem import (
     write_vmem,
 )
 from .io import child_path, file_size, rewrite_file
+from .records import SEARCH_TEXT_VERSION
 
 __all__ = [
     "VECTORS_FILE",
@@ -94,7 +95,9 @@ class VectorFile:
         self.durable = durable  # fsync appends (see memctx.store.vmem.append_vmem)
         self.meta_path = child_path(directory, VECTORS_META_FILE)
         self.embedder = embedder
-        self.identity = embedder_identity(embedder)
+        name, version, dim = embedder_identity(embedder)
+        # Vectors embed search_text(): a change to it makes them stale like a new model would.
+        self.identity = (name, f"{version}+text{SEARCH_TEXT_VERSION}", dim)
         self.dim = self.identity[2]
         self.dirty = False
         self._meta_ok = False  # vectors.meta.json is known to name this embedder
