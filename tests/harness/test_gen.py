@@ -457,3 +457,31 @@ def test_committed_datasets_match_their_manifest_and_the_generator(tmp_path: Pat
     for suite in ("needle", "cross-session"):
         digest = dump_scenarios(generate_suite(suite, seed=0, scale=1.0), tmp_path / "x.jsonl")
         assert digest == manifest["suites"][suite]["sha256"], f"{suite}: regenerate datasets/v1"
+
+
+def test_session_pieces_are_seeded_by_their_own_rng_and_leave_scenarios_alone(
+    tmp_path: Path,
+) -> None:
+    import random
+
+    from memctx.harness.gen import ROLES, make_project, session_piece, task_words
+
+    def pieces(seed: int) -> list[str]:
+        rng = random.Random(seed)
+        project = make_project(rng, stack_index=seed)
+        words = task_words(rng, project)
+        return [
+            session_piece(rng, project, ROLES[i % 3], words=words, stamp=1.7e9) for i in range(60)
+        ]
+
+    before = dump_scenarios(generate_suite("needle", seed=0, scale=QUICK), tmp_path / "a.jsonl")
+    first = pieces(0)
+    random.seed(123)  # the module-level generator is not theirs
+    assert pieces(0) == first and pieces(1) != first
+    assert all(p.startswith("$ ") for p in first[2::3])  # a tool's command and its output
+    assert len(set(first)) >= 40  # short notes repeat, as they do
+    assert any("request_id=" in p for p in first)
+    after = dump_scenarios(generate_suite("needle", seed=0, scale=QUICK), tmp_path / "b.jsonl")
+    assert after == before
+    with pytest.raises(ValueError, match="role"):
+        session_piece(random.Random(0), make_project(random.Random(0)), "system", words={}, stamp=0)

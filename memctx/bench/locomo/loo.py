@@ -87,7 +87,7 @@ def run_loo(
     results: dict[str, LooResult] = {}
     for kind in embedders:
         methods = _methods(base)
-        reports = evaluate_methods(conversations, kind, methods, cache_dir=cache_dir)
+        reports = evaluate_methods(conversations, kind, methods, cache_dir=cache_dir, product=False)
         scores = {
             (m.params.neighbour_weight, m.params.episode_weight): r.per_conversation
             for m, r in zip(methods, reports, strict=True)

@@ -1,6 +1,11 @@
 """The seeded scenario generator behind ``memctx gen``: long synthetic coding sessions in
 OpenAI and Anthropic shape, with facts planted in varied wording and the probes that ask
 for them, frozen into ``datasets/v1/``.
+
+Its parts serve other synthetic text too: :func:`make_project` draws a project,
+:func:`task_words` a request about it, and :func:`session_piece` one piece of a session's
+text (a request, a note, a tool's output) from its own ``random.Random``, without touching
+the scenarios (the benchmark corpus, ``memctx.bench.corpus``, is built from them).
 """
 
 from __future__ import annotations
@@ -16,15 +21,23 @@ from .generate import (
     verify_datasets,
     write_datasets,
 )
+from .pieces import ROLES, session_piece
+from .project import Project, make_project
+from .turns import task_words
 
 __all__ = [
     "GENERATOR_VERSION",
+    "ROLES",
     "SUITES",
     "GenError",
+    "Project",
     "gen_main",
     "generate_suite",
+    "make_project",
     "normalise_answer",
+    "session_piece",
     "suite_stats",
+    "task_words",
     "verify_datasets",
     "write_datasets",
 ]

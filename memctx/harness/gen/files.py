@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 import string
+import time
 
 from .code import FIELDS, VERBS
 from .project import Project
 
-__all__ = ["SECRET_KINDS", "config_file", "secret_line"]
+__all__ = ["SECRET_KINDS", "config_file", "log_lines", "secret_line"]
 
 
 _ENV_FILLER = (
@@ -65,6 +66,19 @@ def _log_lines(rng: random.Random, project: Project, n: int) -> list[str]:
             f"{rng.randint(1, 99)} {rng.choice((200, 200, 201, 204, 404))} "
             f"in {rng.randint(1, 99)}ms"
         )
+    return out
+
+
+def log_lines(rng: random.Random, project: Project, n: int, *, stamp: float) -> list[str]:
+    """``n`` access-log lines of a running service from ``stamp`` (epoch seconds) on, each
+    with its time (milliseconds) and a request id: the lines a log file of
+    :func:`config_file` holds, as a service prints them."""
+    out = []
+    for line in _log_lines(rng, project, n):
+        stamp += rng.random() * 3
+        clock = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp))
+        rid = rng.getrandbits(32)
+        out.append(f"{clock},{int(stamp * 1000) % 1000:03d} {line} request_id={rid:08x}")
     return out
 
 

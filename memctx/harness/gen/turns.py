@@ -28,7 +28,16 @@ from .project import (
     tree,
 )
 
-__all__ = ["ONE_WORD_EN", "ONE_WORD_ZH", "Plant", "chat_turn", "one_word_turn", "work_turn"]
+__all__ = [
+    "ONE_WORD_EN",
+    "ONE_WORD_ZH",
+    "Plant",
+    "chat_turn",
+    "code_edit",
+    "one_word_turn",
+    "task_words",
+    "work_turn",
+]
 
 TASKS_EN = (
     "The {noun} endpoint returns a 500 when `{field}` is missing. Can you track it down?",
@@ -124,7 +133,9 @@ class Plant:
     secret_lines: list[str] = field(default_factory=list)
 
 
-def _words(rng: random.Random, project: Project) -> dict[str, str]:
+def task_words(rng: random.Random, project: Project) -> dict[str, str]:
+    """What one request is about: a noun, two fields, a function, a file, the test command, a
+    count; the keys the request, note, fix and report templates take."""
     noun = rng.choice(project.nouns)
     verb = rng.choice(VERBS)
     func = f"{verb}_{noun}" if project.language in ("python", "rust") else f"{verb}{noun.title()}"
@@ -138,6 +149,21 @@ def _words(rng: random.Random, project: Project) -> dict[str, str]:
         "test_cmd": project.stack.test_cmd,
         "n": str(rng.randint(12, 240)),
     }
+
+
+def _comment(project: Project, text: str) -> str:
+    return f"  # {text}" if project.language == "python" else f"  // {text}"
+
+
+def code_edit(rng: random.Random, project: Project, w: dict[str, str]) -> tuple[str, str]:
+    """A line of ``project``'s code and its edit: ``w``'s field renamed, or a comment added."""
+    old = code_line(rng, project.language, project.nouns)
+    new = (
+        old.replace(w["field"], w["field2"])
+        if w["field"] in old
+        else old + _comment(project, "checked")
+    )
+    return old, new
 
 
 def _read(rng: random.Random, project: Project, path: str) -> Call:
@@ -194,7 +220,7 @@ def work_turn(
 ) -> dict[str, int]:
     """One request and the agent's work on it; returns the indices of planted messages."""
     plant = plant or Plant()
-    w = _words(rng, project)
+    w = task_words(rng, project)
     zh = lang == "zh"
     request = rng.choice(TASKS_ZH if zh else TASKS_EN).format(**w)
     if plant.user:
@@ -217,9 +243,7 @@ def work_turn(
         for call, index in zip(calls, indices, strict=True):
             if call is planted:
                 out["tool"] = index
-    old = code_line(rng, project.language, project.nouns)
-    note = "  # checked" if project.language == "python" else "  // checked"
-    new = old.replace(w["field"], w["field2"]) if w["field"] in old else old + note
+    old, new = code_edit(rng, project, w)
     edit = Call("edit", {"path": w["file"], "old": old, "new": new}, "")
     if rng.random() < 0.3:
         diff = diff_text(rng, project, w["file"], old, new)
@@ -242,7 +266,7 @@ def work_turn(
             [
                 Call(
                     "edit",
-                    {"path": w["file"], "old": new, "new": new + note.replace("checked", "guard")},
+                    {"path": w["file"], "old": new, "new": new + _comment(project, "guard")},
                     "",
                 )
             ],
