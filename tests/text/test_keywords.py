@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import memctx
 from memctx.text import keywords as text_module
-from memctx.text import stem_tokens
+from memctx.text import porter_stem
 from memctx.text.keywords import (
     CJK_CHARS,
     CJK_RE,
@@ -41,9 +41,11 @@ def test_identifiers_yield_their_parts() -> None:
     assert surface("parseConfigFile") == ["parseconfigfile", "parse", "config", "file"]
     assert surface("max_history_share") == ["max_history_share", "max", "history", "share"]
     assert surface("HTTPServer") == ["httpserver", "http", "server"]
-    # Index terms stem the plain words among them; a name with "_" stays whole.
-    assert tokenize("parseConfigFile") == ["parseconfigfil", "pars", "config", "file"]
-    assert tokenize("max_history_share") == ["max_history_share", "max", "histori", "share"]
+    # An identifier and its parts are names: matched as written, never stemmed.
+    assert tokenize("parseConfigFile") == surface("parseConfigFile")
+    assert tokenize("max_history_share") == surface("max_history_share")
+    assert tokenize("validateProfile") == ["validateprofile", "validate", "profile"]
+    assert "valid" not in tokenize("validateProfile")  # "validation?" must not match it
 
 
 def test_plain_words_are_stemmed_so_inflections_meet() -> None:
@@ -51,26 +53,26 @@ def test_plain_words_are_stemmed_so_inflections_meet() -> None:
     assert tokenize("we went camping; two paintings") == ["went", "camp", "two", "paint"]
     assert set(tokenize("configured")) == set(tokenize("configuring"))
     # Facts to match exactly are not stemmed: numbers, versions, paths, ids with digits.
-    # (Their plain-word parts are: "tests/runs.py" also gives "test" and "run".)
-    assert tokenize("port 8443 v1.2.3 tests/runs.py run2s") == [
+    assert tokenize("port 8443 v1.2.3 tests/runs.py run2s Validation") == [
         "port",
         "8443",
         "v1.2.3",
         "v1",
         "tests/runs.py",
         "runs.py",
-        "test",
-        "run",
+        "tests",
+        "runs",
         "py",
         "run2s",
         "run",
+        "valid",
     ]
 
 
 def test_question_words_are_stop_words() -> None:
     assert tokenize("How and why, whom or whose?") == []
     assert QUESTION_WORDS <= STOPWORDS
-    assert TOKENIZER_VERSION == 2  # saved term counts of version 1 are stale
+    assert TOKENIZER_VERSION == 3  # saved term counts of older versions are stale
 
 
 def test_paths_keep_file_name_and_parts() -> None:
@@ -213,7 +215,11 @@ _MIXED_TEXT = st.lists(
 def test_fast_path_equals_the_general_path(text: str) -> None:
     assert tokenize(text) == tokenize_general(text, cached_word_tokens)
     assert tokenize(text) == tokenize_general(text, stemmed_run_tokens)  # cached or not
-    assert tokenize(text) == stem_tokens(tokenize(text, stem=False))  # stemming commutes
+    # Stemming only changes plain words, one token for one: the surface forms line up.
+    surface = tokenize(text, stem=False)
+    stemmed = tokenize(text)
+    assert len(stemmed) == len(surface)
+    assert all(a == b or porter_stem(b) == a for a, b in zip(stemmed, surface, strict=True))
     assert tokenize(text, stem=False) == tokenize_general(text, run_tokens)
 
 
