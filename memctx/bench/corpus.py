@@ -5,7 +5,7 @@ Each session works on one generated project (stack, nouns, files): user requests
 pasted output, the agent's notes, fixes and reports with code and diffs, and tool output
 (source files, grep, git, test runs with stack traces, lint, installs, config files now and
 then holding a secret, service logs with timestamps and request ids). Common words are in
-most segments and the vocabulary has a long tail, as real archives do: about 72,000
+most segments and the vocabulary has a long tail, as real archives do: about 73,000
 distinct :func:`memctx.text.tokenize` tokens in 20,000 segments, most of them request ids
 and commit hashes. 20,000 segments take a few seconds to generate.
 """
