@@ -9,10 +9,14 @@ pass unknown fields through, and the tests use it to check relative order after 
 from __future__ import annotations
 
 import copy
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
+
+from memctx.messages import recalled_block_text
 
 FORMATS = ("openai", "anthropic", "pi", "gemini")
 
@@ -201,34 +205,138 @@ def valid_conversations(draw: st.DrawFn, fmt: str) -> list[Any]:
 _LIST_FIELDS = ("content", "tool_calls", "parts")
 
 
-@st.composite
-def damaged_conversations(draw: st.DrawFn, fmt: str) -> list[Any]:
-    """A valid conversation after random message/block deletions, duplications and swaps."""
-    messages = copy.deepcopy(draw(valid_conversations(fmt)))
-    for _ in range(draw(st.integers(1, 6))):
-        if not messages:
-            break
-        op = draw(st.sampled_from(["drop", "drop", "block", "block", "dup", "swap"]))
-        i = draw(st.integers(0, len(messages) - 1))
-        if op == "drop":
-            del messages[i]
-        elif op == "dup":
-            messages.insert(i, copy.deepcopy(messages[i]))
-        elif op == "swap" and i + 1 < len(messages):
-            messages[i], messages[i + 1] = messages[i + 1], messages[i]
-        elif op == "block":
-            listed = [f for f in _LIST_FIELDS if isinstance(messages[i].get(f), list)]
-            if listed:
-                f = draw(st.sampled_from(listed))
-                if messages[i][f]:
-                    del messages[i][f][draw(st.integers(0, len(messages[i][f]) - 1))]
+DAMAGE_OPS: tuple[str, ...] = ("drop", "drop", "block", "block", "dup", "swap")
+DAMAGE_OPS += ("interject", "text_first", "reuse_id")  # what agents do to their histories
+_ID_KEYS = ("id", "tool_call_id", "toolCallId", "tool_use_id")
+
+
+def damage(fmt: str, messages: list[Any], op: str, pick: Callable[[int], int]) -> None:
+    """Apply one damage ``op`` to ``messages`` in place; ``pick(n)`` chooses in ``range(n)``.
+
+    Besides losing, repeating and swapping messages and blocks: ``interject`` puts a user
+    message right after an assistant message (a user typing while a tool runs), ``text_first``
+    puts a text block before the results of a user message, and ``reuse_id`` gives a later
+    call (and its results) the id of an earlier call, as SWE-agent replays do.
+    """
+    if not messages:
+        return
+    i = pick(len(messages))
+    if op == "drop":
+        del messages[i]
+    elif op == "dup":
+        messages.insert(i, copy.deepcopy(messages[i]))
+    elif op == "swap" and i + 1 < len(messages):
+        messages[i], messages[i + 1] = messages[i + 1], messages[i]
+    elif op == "block":
+        listed = [f for f in _LIST_FIELDS if isinstance(messages[i].get(f), list)]
+        if listed:
+            f = listed[pick(len(listed))]
+            if messages[i][f]:
+                del messages[i][f][pick(len(messages[i][f]))]
+    elif op == "interject":
+        spots = [k for k, m in enumerate(messages) if m.get("role") in ("assistant", "model")]
+        at = spots[pick(len(spots))] + 1 if spots else i
+        messages.insert(at, _user_text(fmt, "also, use the other file"))
+    elif op == "text_first":
+        holders = [
+            k
+            for k, m in enumerate(messages)
+            if m.get("role") == "user" and isinstance(m.get(_blocks_field(fmt)), list)
+        ]
+        if holders:
+            block = _user_text(fmt, "wait")[_blocks_field(fmt)][0]
+            messages[holders[pick(len(holders))]][_blocks_field(fmt)].insert(0, block)
+    elif op == "reuse_id":
+        calls = [(k, cid) for k, m in enumerate(messages) for cid in _call_ids(m)]
+        if len(calls) >= 2:
+            a, b = sorted((pick(len(calls)), pick(len(calls))))
+            (k_first, first), (k_later, later) = calls[a], calls[b]
+            if k_first < k_later and first != later:
+                for message in messages[k_later:]:
+                    rename_ids(message, later, first)
+
+
+def _blocks_field(fmt: str) -> str:
+    return "parts" if fmt == "gemini" else "content"
+
+
+def _call_ids(message: dict[str, Any]) -> list[str]:
+    if message.get("role") not in ("assistant", "model"):
+        return []
+    ids = [c.get("id") for c in message.get("tool_calls") or []]
+    for block in message.get("content") or message.get("parts") or []:
+        if isinstance(block, dict):
+            nested = block.get("functionCall", {})
+            ids.append(block.get("id") if "type" in block else nested.get("id"))
+    return [i for i in ids if isinstance(i, str)]
+
+
+def rename_ids(value: Any, old: str, new: str) -> None:
+    """Every call or result id ``old`` under ``value`` becomes ``new``, in place."""
+    if isinstance(value, list):
+        for item in value:
+            rename_ids(item, old, new)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key in _ID_KEYS and item == old:
+                value[key] = new
+            elif isinstance(item, dict | list):
+                rename_ids(item, old, new)
+
+
+def _numbered(messages: list[Any]) -> list[Any]:
     for i, message in enumerate(messages):  # duplicates need their own mid for order checks
         message["mid"] = i
     return messages
 
 
-def _junk_block() -> st.SearchStrategy[Any]:
-    return st.one_of(
+@st.composite
+def damaged_conversations(draw: st.DrawFn, fmt: str) -> list[Any]:
+    """A valid conversation after random damage (see :func:`damage`), 1 to 6 times."""
+    messages = copy.deepcopy(draw(valid_conversations(fmt)))
+    for _ in range(draw(st.integers(1, 6))):
+        op = draw(st.sampled_from(DAMAGE_OPS))
+        damage(fmt, messages, op, lambda n: draw(st.integers(0, n - 1)))
+    return _numbered(messages)
+
+
+def random_damaged_conversation(fmt: str, rng: random.Random) -> list[Any]:
+    """What :func:`damaged_conversations` draws, drawn from a seeded ``random.Random``
+    instead: for counting over a fixed, reproducible sample (no shrinking, no database)."""
+    words = ["fix", "the", "bug", "in", "parser.py", "run", "pytest", "-q", "ok", "继续", "y"]
+
+    def text() -> str:
+        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
+
+    def maybe_text() -> str | None:
+        return text() if rng.random() < 0.5 else None
+
+    conv = [
+        Turn(
+            user_text=maybe_text(),
+            assistant_text=rng.choice(["", " ", text()]),
+            thinking=maybe_text(),
+            calls=[
+                Call(
+                    rng.choice(["read", "grep", "edit", "bash", "run_tests"]),
+                    {"path": text(), "n": rng.randint(0, 99)},
+                    text(),
+                    rng.random() < 0.5,
+                )
+                for _ in range(rng.randint(0, 3))
+            ],
+            user_text_after_results=maybe_text(),
+        )
+        for _ in range(rng.randint(1, 12))
+    ]
+    messages = render(fmt, rng.random() < 0.5, conv, gemini_ids=rng.random() < 0.5)
+    for _ in range(rng.randint(1, 6)):
+        damage(fmt, messages, rng.choice(DAMAGE_OPS), rng.randrange)
+    return _numbered(messages)
+
+
+def _junk_block(hostile: bool) -> st.SearchStrategy[Any]:
+    junk = st.one_of(
         st.none(),
         st.integers(),
         st.text(max_size=5),
@@ -236,36 +344,67 @@ def _junk_block() -> st.SearchStrategy[Any]:
         st.fixed_dictionaries({"type": st.just("tool_use"), "id": st.none() | st.integers()}),
         st.dictionaries(st.text(max_size=4), st.none() | st.integers(), max_size=3),
     )
+    if not hostile:
+        return junk
+    return junk | st.one_of(
+        st.just(HUGE_INT),
+        st.fixed_dictionaries({"type": _unhashable}),
+        st.fixed_dictionaries({"type": st.just("tool_use"), "id": st.just(HUGE_INT)}),
+        st.fixed_dictionaries(
+            {"type": st.just("tool_result"), "content": st.just(HUGE_INT) | _unhashable}
+        ),
+    )
 
 
-malformed_messages = st.one_of(
-    st.none(),
-    st.integers(),
-    st.text(max_size=10),
-    st.lists(st.integers(), max_size=3),
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "role": st.sampled_from(["user", "assistant", "tool", "toolResult", "model", "x"])
-            | st.none()
-            | st.integers(),
-            "content": st.none() | st.text(max_size=10) | st.lists(_junk_block(), max_size=4),
-            "tool_calls": st.none() | st.lists(_junk_block(), max_size=3) | st.integers(),
-            "parts": st.none() | st.lists(_junk_block(), max_size=3),
-            "tool_call_id": st.none() | st.integers() | st.text(max_size=4),
-        },
-    ),
+# Hostile JSON values: an int str() refuses (over 4,300 digits), a list or dict where a
+# string is expected (unhashable in a set lookup).
+HUGE_INT = 10**5000
+_unhashable = st.lists(st.integers(), max_size=2) | st.dictionaries(
+    st.text(max_size=2), st.integers(), max_size=1
 )
 
 
+def _malformed(hostile: bool) -> st.SearchStrategy[Any]:
+    huge = st.just(HUGE_INT) if hostile else st.nothing()
+    return st.one_of(
+        st.none(),
+        st.integers(),
+        st.text(max_size=10),
+        st.lists(st.integers(), max_size=3),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "role": st.sampled_from(["user", "assistant", "tool", "toolResult", "model", "x"])
+                | st.none()
+                | st.integers(),
+                "content": st.none()
+                | st.text(max_size=10)
+                | huge
+                | st.lists(_junk_block(hostile), max_size=4),
+                "tool_calls": st.none()
+                | st.lists(_junk_block(hostile), max_size=3)
+                | st.integers(),
+                "parts": st.none() | st.lists(_junk_block(hostile), max_size=3),
+                "tool_call_id": st.none() | st.integers() | huge | st.text(max_size=4),
+            },
+        ),
+    )
+
+
+malformed_messages = _malformed(hostile=False)
+# Malformed and hostile: what memctx.messages must read without raising (other packages
+# have not all been held to that yet).
+hostile_messages = _malformed(hostile=True)
+
+
 @st.composite
-def fuzzed_conversations(draw: st.DrawFn) -> list[Any]:
-    """A damaged conversation of any format with malformed entries spliced in."""
+def fuzzed_conversations(draw: st.DrawFn, hostile: bool = False) -> list[Any]:
+    """A damaged conversation of any format with malformed (or hostile) entries spliced in."""
     fmt = draw(st.sampled_from(FORMATS))
     messages = draw(damaged_conversations(fmt))
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(messages)))
-        messages.insert(at, draw(malformed_messages))
+        messages.insert(at, draw(hostile_messages if hostile else malformed_messages))
     return messages
 
 
@@ -278,9 +417,8 @@ SUMMARY_TEXTS = (
     "The conversation history before this point was compacted into the following summary:\n\n"
     "<summary>\nparser.py fixed\n</summary>",
 )
-RECALLED_TEXT = (
-    '<recalled-context source="memory-context">\n<knowledge>\n- [decision] run pytest -q '
-    "after every edit of parser.py\n</knowledge>\n</recalled-context>"
+RECALLED_TEXT = recalled_block_text(
+    "<knowledge>\n- [decision] run pytest -q after every edit of parser.py\n</knowledge>"
 )
 trim_queries = (
     st.sampled_from(
@@ -367,3 +505,504 @@ unpriced_models = st.one_of(
     st.sampled_from(["my-own-gateway/llama-local", "claude-sonet-4-5", "gpt-4o-typo"]),
     st.text(alphabet="abcxyz-", min_size=1, max_size=12).map(lambda s: f"memctx-unknown-{s}"),
 )
+
+
+# --- secrets of every class, for redaction properties -----------------------------------------
+#
+# ``secrets_by_class()`` draws a ``SecretCase(kind, text, secret)``: ``text`` holds one secret
+# of class ``kind`` (a vendor token, a password on a command line, in a URL, an env file, YAML
+# or JSON, a labelled value, an HTTP header, a PEM private key) in a realistic line and a
+# random placement; ``secret`` is the substring that must never reach disk. Every example is a
+# new random secret (a seeded generator per example, not fixed strings), built at run time so
+# this file holds nothing a secret scanner would flag. Secrets hold no quote, backslash,
+# whitespace or ``$``, so a JSON-encoded store holds them verbatim and a plain substring
+# search finds a leak. For a PEM key ``secret`` is the whole body: check every line of
+# ``secret_fragments(secret)`` (each body line of 16+ characters) instead of ``secret``.
+
+import base64 as _sec_b64  # noqa: E402
+import json as _sec_json  # noqa: E402
+import random as _sec_random  # noqa: E402
+import string as _sec_string  # noqa: E402
+from collections.abc import Callable as _SEC_Callable  # noqa: E402
+from typing import NamedTuple as _SEC_NamedTuple  # noqa: E402
+
+_SEC_UP, _SEC_LO, _SEC_DIG = (
+    _sec_string.ascii_uppercase,
+    _sec_string.ascii_lowercase,
+    _sec_string.digits,
+)
+_SEC_B62 = _SEC_UP + _SEC_LO + _SEC_DIG
+_SEC_HEX = "0123456789abcdef"
+_SEC_PW_CHARS = _SEC_B62 + "!*-_+.~^"  # what a generated password holds; no shell or URL syntax
+_SEC_PEM_PRIVATE = "PRIVATE" + " KEY"  # assembled so this file holds no PEM header
+
+
+class SecretCase(_SEC_NamedTuple):
+    """One drawn secret: its class, the text holding it, and what must not survive."""
+
+    kind: str
+    text: str
+    secret: str
+
+
+def secret_fragments(secret: str) -> list[str]:
+    """What must be absent from disk: the secret, or each 16+ character line of a PEM body."""
+    lines = [line for line in secret.splitlines() if len(line) >= 16]
+    return lines if len(lines) > 1 else [secret]
+
+
+def _sec_mix(rng: _sec_random.Random, n: int, alphabet: str = _SEC_B62) -> str:
+    """``n`` random characters holding every character class of ``alphabet``, like a key."""
+    classes = [c for c in (_SEC_UP, _SEC_LO, _SEC_DIG) if set(c) & set(alphabet)]
+    chars = [rng.choice(alphabet) for _ in range(n - len(classes))]
+    chars += [rng.choice(c) for c in classes]
+    rng.shuffle(chars)
+    return "".join(chars)
+
+
+def _sec_hexs(rng: _sec_random.Random, n: int) -> str:
+    return "".join(rng.choice(_SEC_HEX) for _ in range(n))
+
+
+def _sec_password(rng: _sec_random.Random) -> str:
+    """A password: random characters, or (a third of the time) lower-case letters only."""
+    if rng.random() < 0.33:
+        return "".join(rng.choice(_SEC_LO) for _ in range(rng.randint(8, 24)))
+    first = rng.choice(_SEC_B62)  # not ``-``: an option; not ``!``/``*``: YAML tags and aliases
+    return first + _sec_mix(rng, rng.randint(7, 23), _SEC_PW_CHARS)
+
+
+def _sec_user(rng: _sec_random.Random) -> str:
+    return rng.choice(["admin", "deploy", "app", "root", "ci-bot", "svc_backup", "postgres"])
+
+
+def _sec_b64url(rng: _sec_random.Random, nbytes: int) -> str:
+    return _sec_b64.urlsafe_b64encode(rng.randbytes(nbytes)).decode().rstrip("=")
+
+
+def _sec_jwt(rng: _sec_random.Random) -> str:
+    head = _sec_b64url_json({"alg": "HS256", "typ": "JWT"})
+    body = _sec_b64url_json({"sub": _sec_mix(rng, 12), "iat": 1_700_000_000 + rng.randrange(10**6)})
+    return f"{head}.{body}.{_sec_b64url(rng, 32)}"
+
+
+def _sec_b64url_json(value: object) -> str:
+    return _sec_b64.urlsafe_b64encode(_sec_json.dumps(value).encode()).decode().rstrip("=")
+
+
+def _sec_discord(rng: _sec_random.Random) -> str:
+    user_id = str(rng.randrange(10**17, 10**19)).encode()
+    head = _sec_b64.b64encode(user_id).decode().rstrip("=")
+    return f"{head}.{_sec_mix(rng, 6, _SEC_B62 + '-_')}.{_sec_mix(rng, 38, _SEC_B62 + '-_')}"
+
+
+_SEC_VendorMaker = _SEC_Callable[[_sec_random.Random], str]
+
+# (class name, token maker): every vendor prefix memctx masks, with its documented body.
+_SEC_VENDOR_TOKENS: tuple[tuple[str, _SEC_VendorMaker], ...] = (
+    ("anthropic", lambda r: "sk-ant-api03-" + _sec_mix(r, 93, _SEC_B62 + "-_") + "AA"),
+    ("anthropic_admin", lambda r: "sk-ant-admin01-" + _sec_mix(r, 93, _SEC_B62 + "-_") + "AA"),
+    ("openai", lambda r: "sk-" + _sec_mix(r, 48)),
+    ("openai_project", lambda r: "sk-proj-" + _sec_mix(r, 156, _SEC_B62 + "-_")),
+    ("openai_service", lambda r: "sk-svcacct-" + _sec_mix(r, 120, _SEC_B62 + "-_")),
+    ("github_pat", lambda r: r.choice(["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]) + _sec_mix(r, 36)),
+    ("github_fine", lambda r: f"github_pat_{_sec_mix(r, 22)}_{_sec_mix(r, 59)}"),
+    (
+        "gitlab",
+        lambda r: (
+            r.choice(["glpat-", "gldt-", "glrt-", "glcbt-", "glft-", "glimt-", "gloas-"])
+            + _sec_mix(r, 20, _SEC_B62 + "-_")
+        ),
+    ),
+    ("gitlab_trigger", lambda r: "glptt-" + _sec_mix(r, 40, _SEC_B62 + "-_")),
+    ("gitlab_runner", lambda r: "GR1348941" + _sec_mix(r, 20, _SEC_B62 + "-_")),
+    ("huggingface", lambda r: "hf_" + _sec_mix(r, 34, _SEC_UP + _SEC_LO)),
+    ("aws_key_id", lambda r: r.choice(["AKIA", "ASIA"]) + _sec_mix(r, 16, _SEC_UP + _SEC_DIG)),
+    ("slack", lambda r: f"xoxb-{r.randrange(10**11)}-{r.randrange(10**12)}-{_sec_mix(r, 24)}"),
+    (
+        "slack_app",
+        lambda r: (
+            f"xapp-1-A{_sec_mix(r, 10, _SEC_UP + _SEC_DIG)}-{r.randrange(10**12)}-"
+            + _sec_hexs(r, 64)
+        ),
+    ),
+    ("stripe", lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + _sec_mix(r, 99)),
+    ("stripe_webhook", lambda r: "whsec_" + _sec_mix(r, 32)),
+    ("google_api", lambda r: "AIza" + _sec_mix(r, 35, _SEC_B62 + "-_")),
+    ("google_oauth", lambda r: "GOCSPX-" + _sec_mix(r, 28, _SEC_B62 + "-_")),
+    ("npm", lambda r: "npm_" + _sec_mix(r, 36)),
+    ("shopify", lambda r: r.choice(["shpat_", "shpss_", "shpca_", "shppa_"]) + _sec_hexs(r, 32)),
+    ("digitalocean", lambda r: r.choice(["dop_v1_", "doo_v1_", "dor_v1_"]) + _sec_hexs(r, 64)),
+    ("databricks", lambda r: "dapi" + _sec_hexs(r, 32)),
+    (
+        "sendgrid",
+        lambda r: f"SG.{_sec_mix(r, 22, _SEC_B62 + '-_')}.{_sec_mix(r, 43, _SEC_B62 + '-_')}",
+    ),
+    ("pypi", lambda r: "pypi-AgEIcHlwaS5vcmc" + _sec_mix(r, 120, _SEC_B62 + "-_")),
+    ("mailgun", lambda r: "key-" + _sec_hexs(r, 32)),
+    ("mailchimp", lambda r: f"{_sec_hexs(r, 32)}-us{r.randint(1, 21)}"),
+    ("atlassian", lambda r: "ATATT3" + _sec_mix(r, 186, _SEC_B62 + "-_=")),
+    ("bitbucket", lambda r: "ATBB" + _sec_mix(r, 32)),
+    ("linear", lambda r: "lin_api_" + _sec_mix(r, 40)),
+    ("notion", lambda r: "secret_" + _sec_mix(r, 43)),
+    ("notion_ntn", lambda r: f"ntn_{r.randrange(10**10, 10**11)}{_sec_mix(r, 35)}"),
+    ("postman", lambda r: f"PMAK-{_sec_hexs(r, 24)}-{_sec_hexs(r, 34)}"),
+    ("doppler", lambda r: "dp.pt." + _sec_mix(r, 43)),
+    ("vault", lambda r: r.choice(["hvs.", "hvb."]) + _sec_mix(r, 90, _SEC_B62 + "-_")),
+    ("grafana_cloud", lambda r: "glc_" + _sec_mix(r, 64, _SEC_B62 + "+/")),
+    ("grafana_service", lambda r: f"glsa_{_sec_mix(r, 32)}_{_sec_hexs(r, 8)}"),
+    ("newrelic", lambda r: "NRAK-" + _sec_mix(r, 27, _SEC_UP + _SEC_DIG)),
+    ("sentry", lambda r: "sntrys_" + _sec_b64url_json({"iat": r.random(), "k": _sec_mix(r, 40)})),
+    ("heroku", lambda r: "HRKU-" + _sec_mix(r, 60, _SEC_B62 + "-_")),
+    ("discord_bot", _sec_discord),
+    (
+        "telegram_bot",
+        lambda r: f"{r.randrange(10**8, 10**10)}:AA{_sec_mix(r, 33, _SEC_B62 + '-_')}",
+    ),
+    ("square", lambda r: r.choice(["sq0atp-", "sq0csp-"]) + _sec_mix(r, 43, _SEC_B62 + "-_")),
+    ("docker_hub", lambda r: "dckr_pat_" + _sec_mix(r, 27, _SEC_B62 + "-_")),
+    ("supabase", lambda r: "sbp_" + _sec_hexs(r, 40)),
+    ("planetscale", lambda r: "pscale_tkn_" + _sec_mix(r, 43, _SEC_B62 + "-_")),
+    ("flyio", lambda r: "fo1_" + _sec_mix(r, 43, _SEC_B62 + "-_")),
+    ("figma", lambda r: "figd_" + _sec_mix(r, 40, _SEC_B62 + "-_")),
+    ("terraform", lambda r: f"{_sec_mix(r, 14)}.atlasv1.{_sec_mix(r, 67, _SEC_B62 + '-_')}"),
+    ("pulumi", lambda r: "pul-" + _sec_hexs(r, 40)),
+    ("groq", lambda r: "gsk_" + _sec_mix(r, 52)),
+    ("replicate", lambda r: "r8_" + _sec_mix(r, 37)),
+    ("perplexity", lambda r: "pplx-" + _sec_mix(r, 48)),
+    ("xai", lambda r: "xai-" + _sec_mix(r, 80)),
+    ("tavily", lambda r: "tvly-" + _sec_mix(r, 32)),
+    ("langsmith", lambda r: f"lsv2_pt_{_sec_hexs(r, 32)}_{_sec_hexs(r, 10)}"),
+    (
+        "dynatrace",
+        lambda r: (
+            f"dt0c01.{_sec_mix(r, 24, _SEC_UP + _SEC_DIG)}.{_sec_mix(r, 64, _SEC_UP + _SEC_DIG)}"
+        ),
+    ),
+    ("jwt", _sec_jwt),
+    (
+        "age",
+        lambda r: (
+            "AGE-SECRET-KEY-1"
+            + "".join(r.choice("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L") for _ in range(58))
+        ),
+    ),
+    (
+        "azure_client_secret",
+        lambda r: f"{_sec_mix(r, 3)}{r.randint(0, 9)}Q~{_sec_mix(r, 34, _SEC_B62 + '_~.-')}",
+    ),
+)
+
+# Where a token stands: bare in prose, after a key, quoted, in a URL, after a JSON escape...
+_SEC_PLACEMENTS = (
+    "using {} now",
+    "export SERVICE_CREDENTIAL={}",
+    'config = {{"token": "{}", "retries": 3}}',
+    "Authorization: Bearer {}",
+    "found the key: {}",
+    "line one\\nkey {}\\nline three",
+    "`{}`",
+    "({})",
+    "https://api.example.com/v1/items?access_token={}&page=2",
+    "{}",
+)
+
+
+def _sec_vendor_case(
+    kind: str, make: _SEC_VendorMaker
+) -> _SEC_Callable[[_sec_random.Random], tuple[str, str]]:
+    def build(rng: _sec_random.Random) -> tuple[str, str]:
+        token = make(rng)
+        return rng.choice(_SEC_PLACEMENTS).format(token), token
+
+    return build
+
+
+def _sec_twilio(rng: _sec_random.Random) -> tuple[str, str]:
+    sid = "SK" + _sec_hexs(rng, 32)
+    return f"client = Client(twilio_sid, api_key={sid!r})", sid
+
+
+def _sec_webhook_slack(rng: _sec_random.Random) -> tuple[str, str]:
+    team, bot = (_sec_mix(rng, 10, _SEC_UP + _SEC_DIG) for _ in range(2))
+    path = f"T{team}/B{bot}/{_sec_mix(rng, 24)}"
+    return f"curl -X POST https://hooks.slack.com/services/{path} -d @msg.json", path
+
+
+def _sec_webhook_discord(rng: _sec_random.Random) -> tuple[str, str]:
+    token = _sec_mix(rng, 68, _SEC_B62 + "-_")
+    url = f"https://discord.com/api/webhooks/{rng.randrange(10**17, 10**19)}/{token}"
+    return f"WEBHOOK={url}", token
+
+
+def _sec_azure_storage(rng: _sec_random.Random) -> tuple[str, str]:
+    key = _sec_b64.b64encode(rng.randbytes(64)).decode()
+    text = (
+        "DefaultEndpointsProtocol=https;AccountName=prodlogs;"
+        f"AccountKey={key};EndpointSuffix=core.windows.net"
+    )
+    return text, key
+
+
+def _sec_aws_secret(rng: _sec_random.Random) -> tuple[str, str]:
+    key, key_id = _sec_mix(rng, 40, _SEC_B62 + "/+"), "AKIA" + _sec_mix(rng, 16, _SEC_UP + _SEC_DIG)
+    return f"[default]\naws_access_key_id = {key_id}\naws_secret_access_key = {key}\n", key
+
+
+def _sec_cli(template: str) -> _SEC_Callable[[_sec_random.Random], tuple[str, str]]:
+    """A command line with ``{pw}`` for the password and ``{user}`` for a user name."""
+
+    def build(rng: _sec_random.Random) -> tuple[str, str]:
+        pw = _sec_password(rng)
+        return template.format(pw=pw, user=_sec_user(rng)), pw
+
+    return build
+
+
+_SEC_CLI_FORMS = {
+    "curl_u": "curl -u {user}:{pw} https://api.internal/v2/status",
+    "curl_user": "curl -sS --user {user}:{pw} -X GET https://ci.internal/api/json",
+    "curl_user_quoted": "curl --user '{user}:{pw}' https://repo.internal/artifactory/api",
+    "mysql_attached": "mysql -h db.internal -u {user} -p{pw} app_production < dump.sql",
+    "mysqldump": "mysqldump -u{user} -p{pw} --single-transaction shop > shop.sql",
+    "mysql_long": "mysql --user={user} --password={pw} -e 'SHOW DATABASES'",
+    "password_option": "mongodump --uri mongodb://db:27017 --username {user} --password {pw}",
+    "docker_login": "docker login -u {user} -p {pw} registry.internal:5000",
+    "docker_login_long": "podman login registry.io --username {user} --password {pw}",
+    "sshpass": "sshpass -p {pw} ssh {user}@10.0.4.12 'uptime'",
+    "sshpass_attached": "sshpass -p{pw} scp backup.tar {user}@bastion:/srv",
+    "pgpassword": "PGPASSWORD={pw} psql -h db.internal -U {user} -d app",
+    "redis_cli": "redis-cli -h cache.internal -a {pw} INFO keyspace",
+    "mongosh": "mongosh --host db -u {user} -p {pw} --authenticationDatabase admin",
+    "openssl": "openssl pkcs12 -export -in cert.pem -out cert.p12 -passout pass:{pw}",
+    "keytool": "keytool -importkeystore -srckeystore a.jks -srcstorepass {pw} -destkeystore b.p12",
+    "sqlcmd": "sqlcmd -S db.internal -U {user} -P {pw} -Q 'SELECT 1'",
+    "ldapsearch": "ldapsearch -x -D cn={user},dc=corp -w {pw} -b dc=corp",
+    "smbclient": "smbclient //fs01/share -U {user}%{pw} -c 'ls'",
+    "zip": "zip -r -P {pw} backup.zip ./data",
+    "sevenzip": "7z a -p{pw} -mhe=on secrets.7z ./vault",
+    "htpasswd": "htpasswd -bc /etc/nginx/.htpasswd {user} {pw}",
+    "htpasswd_stdout": "htpasswd -nbB {user} {pw}",
+    "echo_pipe": "echo {pw} | docker login ghcr.io -u {user} --password-stdin",
+    "sudo_stdin": "echo '{pw}' | sudo -S systemctl restart nginx",
+    "kubectl_literal": "kubectl create secret generic db --from-literal=password={pw}",
+    "kubectl_literal_any_key": "kubectl create secret generic db --from-literal=db-pw={pw}",
+    "gh_secret": "gh secret set DEPLOY_KEY --body {pw}",
+    "sqlplus": "sqlplus {user}/{pw}@//db.internal:1521/ORCL",
+    "sql_alter": "ALTER USER {user} WITH PASSWORD '{pw}';",
+    "sql_identified": "CREATE USER '{user}'@'%' IDENTIFIED BY '{pw}';",
+    "pgpass": "db.internal:5432:app:{user}:{pw}",
+    "pgpass_wildcard": "*:*:*:{user}:{pw}",
+    "netrc": "machine api.heroku.com login {user}@example.com password {pw}",
+    "netrc_lines": "machine git.internal\n  login {user}\n  password {pw}\n",
+    "wget": "wget --user={user} --password={pw} https://files.internal/a.tgz",
+    "npm_config": "npm config set //registry.internal/:_authToken {pw}",
+}
+
+_SEC_URL_FORMS = {
+    "url": "DATABASE_URL=postgres://{user}:{pw}@db.internal:5432/app",
+    "url_empty_user": "REDIS_URL=redis://:{pw}@cache.internal:6379/0",
+    "url_at_in_password": "postgres://{user}:{pw}@{tail}@db.internal/app",
+    "url_json_escaped": '{{"dsn": "postgres:\\/\\/{user}:{pw}@db.internal\\/app"}}',
+    "url_git": "git clone https://oauth2:{pw}@gitlab.internal/group/repo.git",
+    "url_amqp": "amqp://{user}:{pw}@rabbit.internal:5672/%2F",
+}
+
+
+def _sec_url(template: str) -> _SEC_Callable[[_sec_random.Random], tuple[str, str]]:
+    def build(rng: _sec_random.Random) -> tuple[str, str]:
+        pw, tail = _sec_password(rng), _sec_mix(rng, rng.randint(8, 16))
+        text = template.format(user=_sec_user(rng), pw=pw, tail=tail)
+        # A password holding an ``@``: what leaked was the part after it, up to the host.
+        return text, tail if "{tail}" in template else pw
+
+    return build
+
+
+def _sec_url_encoded(rng: _sec_random.Random) -> tuple[str, str]:
+    pw = _sec_password(rng).replace("~", "").replace("^", "")
+    return f"GET /connect?dsn=postgres%3A%2F%2F{_sec_user(rng)}%3A{pw}%40db.internal%2Fapp", pw
+
+
+# Keys that name a secret, in the shapes env files, YAML, JSON and code use.
+_SEC_ENV_KEYS = (
+    "DB_PASSWORD",
+    "ADMIN_PASSWORD",
+    "POSTGRES_PASSWORD",
+    "MYSQL_ROOT_PASSWORD",
+    "REDIS_PASS",
+    "SMTP_PASSWD",
+    "LDAP_PWD",
+    "APP_SECRET",
+    "JWT_SECRET",
+    "GITLAB_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "STRIPE_API_KEY",
+    "OPENAI_API_KEY",
+    "SENDGRID_APIKEY",
+    "GCP_PRIVATE_KEY",
+    "AWS_SECRET_KEY",
+    "REGISTRY_CREDENTIALS",
+    "SIGNING_PASSPHRASE",
+    "CLIENT_SECRET",
+    "DJANGO_SECRET_KEY",
+)
+_SEC_CONFIG_KEYS = (
+    "password",
+    "db_password",
+    "passwd",
+    "secret",
+    "client_secret",
+    "secretAccessKey",
+    "apiKey",
+    "api_key",
+    "authToken",
+    "accessToken",
+    "refreshToken",
+    "privateKey",
+    "token",
+    "webhook_secret",
+    "smtpPassword",
+    "admin-password",
+)
+_SEC_ENV_LINES = (
+    "{k}={v}",
+    "export {k}={v}",
+    '{k}="{v}"',
+    "{k}='{v}'",
+    "docker run -e {k}={v} app:latest",
+    "set -x {k} {v}",
+    "ENV {k} {v}",
+    "setx {k} {v}",
+    "  - {k}={v}",
+    "{k}: {v}",
+    "{k}: '{v}'",
+    "Found the token: {k}={v}",
+    '$env:{k} = "{v}"',
+    "{k}={v} ./run.sh",
+)
+_SEC_CONFIG_LINES = (
+    "{k}: {v}",
+    "  {k}: {v}\n  port: 5432",
+    '{k}: "{v}"',
+    '{{"{k}": "{v}", "user": "app"}}',
+    '"{k}": "{v}",',
+    '{k} = "{v}"',
+    "{k}={v}",
+    "{k} => '{v}',",
+    "<{k}>{v}</{k}>",
+    "?user=bob&{k}={v}&x=1",
+    '\\"{k}\\": \\"{v}\\"',
+)
+
+
+def _sec_env(rng: _sec_random.Random) -> tuple[str, str]:
+    value = _sec_password(rng)
+    return rng.choice(_SEC_ENV_LINES).format(k=rng.choice(_SEC_ENV_KEYS), v=value), value
+
+
+def _sec_config(rng: _sec_random.Random) -> tuple[str, str]:
+    value = _sec_password(rng)
+    return rng.choice(_SEC_CONFIG_LINES).format(k=rng.choice(_SEC_CONFIG_KEYS), v=value), value
+
+
+def _sec_labelled(rng: _sec_random.Random) -> tuple[str, str]:
+    value = _sec_mix(rng, rng.randint(16, 40))
+    label = rng.choice(
+        [
+            "the token is {}",
+            "Rotated the API key to {}",
+            "password was {} until yesterday",
+            "the secret value: {}",
+            "new credentials -> {}",
+            "api key: `{}`",
+        ]
+    )
+    return label.format(value), value
+
+
+_SEC_HEADER_NAMES = (
+    "Authorization: Bearer",
+    "Authorization: Basic",
+    "Authorization: token",
+    "Proxy-Authorization: Basic",
+    "X-API-Key:",
+    "X-Auth-Token:",
+    "X-Access-Token:",
+    "Private-Token:",
+    "X-Vault-Token:",
+    "Ocp-Apim-Subscription-Key:",
+    "X-Functions-Key:",
+    "Api-Key:",
+)
+
+
+def _sec_header(rng: _sec_random.Random) -> tuple[str, str]:
+    value = _sec_mix(rng, rng.randint(20, 48), _SEC_B62 + "-_")
+    line = f"{rng.choice(_SEC_HEADER_NAMES)} {value}"
+    form = rng.choice(["{}", "curl -H '{}' https://api.internal/v1", '-H "{}" \\', "> {}\r\n"])
+    return form.format(line), value
+
+
+def _sec_cookie(rng: _sec_random.Random) -> tuple[str, str]:
+    value = _sec_mix(rng, rng.randint(24, 64), _SEC_B62 + "-_")
+    form = rng.choice(
+        [
+            "Cookie: theme=dark; sessionid={}",
+            "Set-Cookie: session={}; Path=/; HttpOnly; Secure",
+            "curl -b 'sid={}' https://app.internal/",
+            "curl --cookie session={} https://app.internal/",
+        ]
+    )
+    return form.format(value), value
+
+
+def _sec_pem(rng: _sec_random.Random) -> tuple[str, str]:
+    label = rng.choice(
+        [
+            "RSA " + _SEC_PEM_PRIVATE,
+            _SEC_PEM_PRIVATE,
+            "EC " + _SEC_PEM_PRIVATE,
+            "OPENSSH " + _SEC_PEM_PRIVATE,
+        ]
+    )
+    size = rng.choice([1200, 2400, 3200])  # 2048- to 4096-bit RSA keys are 1.2-3.2 kB of base64
+    data = _sec_b64.b64encode(rng.randbytes(size * 3 // 4)).decode()
+    body = "\n".join(data[i : i + 64] for i in range(0, len(data), 64))
+    block = f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
+    form = rng.choice(["$ cat key.pem\n{}\n$ ls", '{{"private_key": "{}"}}', "{}"])
+    if form.startswith("{{"):
+        block = block.replace("\n", "\\n")  # a service-account JSON file keeps it on one line
+    return form.format(block), body
+
+
+_SEC_SECRET_BUILDERS: dict[str, _SEC_Callable[[_sec_random.Random], tuple[str, str]]] = {
+    **{f"vendor_{kind}": _sec_vendor_case(kind, make) for kind, make in _SEC_VENDOR_TOKENS},
+    "vendor_twilio": _sec_twilio,
+    "vendor_aws_secret": _sec_aws_secret,
+    "vendor_azure_storage": _sec_azure_storage,
+    "webhook_slack": _sec_webhook_slack,
+    "webhook_discord": _sec_webhook_discord,
+    **{f"cli_{name}": _sec_cli(template) for name, template in _SEC_CLI_FORMS.items()},
+    **{name: _sec_url(template) for name, template in _SEC_URL_FORMS.items()},
+    "url_encoded": _sec_url_encoded,
+    "env_keyed": _sec_env,
+    "config_keyed": _sec_config,
+    "labelled": _sec_labelled,
+    "header": _sec_header,
+    "cookie": _sec_cookie,
+    "pem_private_key": _sec_pem,
+}
+SECRET_CLASSES = tuple(sorted(_SEC_SECRET_BUILDERS))
+
+
+def secret_example(kind: str, seed: int) -> SecretCase:
+    """The secret of class ``kind`` that ``seed`` draws (plain function, no hypothesis)."""
+    text, secret = _SEC_SECRET_BUILDERS[kind](_sec_random.Random(f"{kind}:{seed}"))
+    return SecretCase(kind, text, secret)
+
+
+@st.composite
+def secrets_by_class(draw: st.DrawFn, kinds: tuple[str, ...] = SECRET_CLASSES) -> SecretCase:
+    """A random secret of one of ``kinds`` (all classes by default) in a realistic line."""
+    return secret_example(draw(st.sampled_from(kinds)), draw(st.integers(0, 2**32 - 1)))

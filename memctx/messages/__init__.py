@@ -21,6 +21,7 @@ from .anatomy import (
     message_text,
     role_kind,
     token_text,
+    with_tool_id,
 )
 from .calibration import CounterError, measure_counter
 from .markers import (
@@ -29,8 +30,15 @@ from .markers import (
     RECALLED_CONTEXT_TAG,
     is_compaction_summary,
     is_recalled_block,
+    recalled_block_text,
 )
-from .pairing import PairingViolation, ViolationKind, pairing_violations, repair_tool_pairing
+from .pairing import (
+    PairingViolation,
+    ViolationKind,
+    pairing_violations,
+    repair_tool_pairing,
+    repair_with_sources,
+)
 from .tokens import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
@@ -68,7 +76,10 @@ __all__ = [
     "message_fingerprint",
     "message_text",
     "pairing_violations",
+    "recalled_block_text",
     "repair_tool_pairing",
+    "repair_with_sources",
     "role_kind",
     "token_text",
+    "with_tool_id",
 ]

@@ -13,8 +13,10 @@ knows what the shapes look like:
   ``user`` / ``model`` / ``function``.
 
 Everything here is read-only and total: malformed input (non-dict entries, a missing role,
-``content: None``, unknown block types) yields an ``UNKNOWN`` kind or empty fields, never an
-exception.
+``content: None``, unknown block types, a ``type`` that is a list, an int too large for
+``str``, nesting deeper than the interpreter's stack) yields an ``UNKNOWN`` kind, empty fields
+or a placeholder text, never an exception. The one writer, :func:`with_tool_id`, returns an
+edited copy and mirrors the readers here, so what it writes is what they read back.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
     "message_text",
     "role_kind",
     "token_text",
+    "with_tool_id",
 ]
 
 
@@ -165,7 +168,7 @@ def _block_text(block: Any) -> str:
         return block
     if not isinstance(block, Mapping):
         return "" if block is None else _json_or_str(block)
-    btype = block.get("type")
+    btype = _type_of(block)
     if btype in _IMAGE_TYPES:
         return ""
     text = block.get("text")
@@ -174,11 +177,35 @@ def _block_text(block: Any) -> str:
     return _json_or_str(block)
 
 
+def _type_of(block: Mapping[str, Any]) -> str | None:
+    """A block's ``type``: None when absent, ``""`` when it is not a string.
+
+    A list or dict ``type`` would make the set lookups below raise (unhashable); any other
+    non-string is no type memctx knows either.
+    """
+    btype = block.get("type")
+    if btype is None or isinstance(btype, str):
+        return btype
+    return ""
+
+
 def _json_or_str(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
+        # Not JSON (sets, objects), an int past str()'s digit limit, or nesting deeper than
+        # the encoder's recursion limit: fall back to what str() can still show.
+        return _safe_str(value)
+
+
+def _safe_str(value: Any) -> str:
+    """``str(value)``, or a stand-in when even that raises (hostile input must not)."""
+    try:
         return str(value)
+    except (ValueError, RecursionError):
+        if isinstance(value, int):
+            return hex(value)  # an int too long for decimal str(): hex has no digit limit
+        return f"<unreadable {type(value).__name__}>"
 
 
 def _call_arguments_text(args: Any) -> str:
@@ -196,7 +223,9 @@ def _content_block(block: Any, index: int, field: str) -> BlockRef:
     if not isinstance(block, Mapping):
         return BlockRef(BlockKind.OTHER, field, index, raw_type=type(block).__name__)
     btype = block.get("type")
-    raw_type = btype if isinstance(btype, str) else ""
+    if btype is not None and not isinstance(btype, str):
+        btype = ""  # as _type_of, inline: this runs for every block of every message
+    raw_type = btype or ""
 
     # Gemini parts carry no ``type``: the key names the part.
     if btype is None:
@@ -358,12 +387,33 @@ def iter_blocks(message: object) -> Iterator[BlockRef]:
 
 def _content_has_results(content: Any) -> bool:
     return isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") in _RESULT_TYPES for b in content
+        isinstance(b, Mapping) and _type_of(b) in _RESULT_TYPES for b in content
     )
 
 
 def inspect_message(message: object) -> MessageInfo:
-    """Read ``message`` once and return its role kind, text and tool ids."""
+    """Read ``message`` once and return its role kind, text and tool ids.
+
+    Never raises: a message that cannot be read (hostile or not JSON-like) is ``UNKNOWN``
+    with no blocks, which pairing never judges and repair passes through.
+    """
+    try:
+        return _inspect(message)
+    except Exception:  # pragma: no cover - the readers are total for JSON-like input
+        role = message.get("role") if isinstance(message, Mapping) else None
+        return MessageInfo(
+            role=role if isinstance(role, str) else "",
+            kind=RoleKind.UNKNOWN,
+            text="",
+            blocks=(),
+            tool_call_ids=(),
+            tool_result_ids=(),
+            tool_names=(),
+            is_error=False,
+        )
+
+
+def _inspect(message: object) -> MessageInfo:
     blocks = tuple(iter_blocks(message))
     role = message.get("role") if isinstance(message, Mapping) else None
     calls = [b for b in blocks if b.kind is BlockKind.TOOL_CALL]
@@ -380,6 +430,78 @@ def inspect_message(message: object) -> MessageInfo:
         tool_names=names,
         is_error=any(b.is_error for b in results),
     )
+
+
+def with_tool_id(message: Mapping[str, Any], block: BlockRef, tool_id: str) -> dict[str, Any]:
+    """A shallow copy of ``message`` in which ``block`` (read from it) carries ``tool_id``.
+
+    The writer of the id fields the readers above read, kept beside them so both agree:
+    ``inspect_message`` of the copy reads ``tool_id`` at ``block``'s place and everything
+    else as before. Only the containers on the way to the id (the list, the block, a nested
+    ``functionCall`` / ``functionResponse``) are copied; ``message`` is never modified.
+
+    Args:
+        message: The message ``block`` was read from.
+        block: A tool call or tool result of ``message``, as :func:`iter_blocks` located it.
+        tool_id: The id to write.
+
+    Returns:
+        The edited copy.
+    """
+    edited = dict(message)
+    if block.field == "":
+        content = message.get(CONTENT)
+        if role_kind(message) is RoleKind.TOOL:
+            _set_whole_result_id(edited, tool_id)  # the message is the result
+        elif isinstance(content, Mapping):
+            edited[CONTENT] = _block_with_id(content, tool_id)
+        return edited
+    items = message.get(block.field)
+    if isinstance(items, list) and 0 <= block.index < len(items):
+        items = list(items)
+        entry = items[block.index]
+        if block.field == TOOL_CALLS:
+            items[block.index] = {**entry, "id": tool_id} if isinstance(entry, Mapping) else entry
+        else:
+            items[block.index] = _block_with_id(entry, tool_id)
+        edited[block.field] = items
+    return edited
+
+
+def _set_whole_result_id(message: dict[str, Any], tool_id: str) -> None:
+    # Mirrors iter_blocks: tool_call_id, else toolCallId (the first present decides), and the
+    # SWE-agent list tool_call_ids when that value is None.
+    key = "tool_call_id" if "tool_call_id" in message else "toolCallId"
+    ids = message.get("tool_call_ids")
+    if message.get(key) is None and isinstance(ids, list) and ids:
+        message["tool_call_ids"] = [tool_id, *ids[1:]]
+    else:
+        message[key] = tool_id
+
+
+def _block_with_id(block: Any, tool_id: str) -> Any:
+    """A copy of one content/parts entry with its call or result id set (mirrors the reader)."""
+    if not isinstance(block, Mapping):
+        return block
+    btype = _type_of(block)
+    if btype is None:  # Gemini: the id lives inside the functionCall / functionResponse
+        for key in ("functionCall", "functionResponse"):
+            nested = block.get(key)
+            if isinstance(nested, Mapping):
+                return {**block, key: {**nested, "id": tool_id}}
+        return dict(block)
+    if btype in _CALL_TYPES:
+        nested = block.get("functionCall")
+        if block.get("id") is None and isinstance(nested, Mapping):
+            return {**block, "functionCall": {**nested, "id": tool_id}}
+        return {**block, "id": tool_id}
+    if btype in _RESULT_TYPES:
+        for key in ("tool_use_id", "toolCallId", "tool_call_id"):
+            if key in block:
+                if block[key] is not None:
+                    return {**block, key: tool_id}
+                break  # the reader falls back to "id" when the first present key is None
+    return {**block, "id": tool_id}
 
 
 def message_fingerprint(message: Mapping[str, Any]) -> tuple[int, ...]:
@@ -479,7 +601,7 @@ def _str_or_none(value: Any) -> str | None:
         return None
     if isinstance(value, str):
         return value
-    return str(value)
+    return _safe_str(value)
 
 
 def leading_system_count(messages: Sequence[object], infos: InfoCache) -> int:

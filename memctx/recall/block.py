@@ -2,7 +2,7 @@
 
 Format (seed 000's sections; details grouped by the conversation's own dates)::
 
-    <recalled-context source="memory-context">
+    <recalled-context source="memory-context" check="3f9a1c0b7e21">
 
     <knowledge>
     - [decision] Use Stripe for payment processing
@@ -52,11 +52,11 @@ from functools import cached_property
 from typing import Any, Literal
 
 from memctx.messages import (
-    RECALLED_CONTEXT_TAG,
     InfoCache,
     estimate_tokens,
     is_compaction_summary,
     leading_system_count,
+    recalled_block_text,
 )
 
 __all__ = [
@@ -71,8 +71,6 @@ __all__ = [
 ]
 
 GAP_MARKER = "…"
-_OPEN = f'{RECALLED_CONTEXT_TAG} source="memory-context">'
-_CLOSE = "</recalled-context>"
 _CUT_MARK = " …[cut]"
 _MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
 _TRAILING_WS = re.compile(r"[ \t\r\f\v]+$", re.MULTILINE)
@@ -219,14 +217,13 @@ def _adjacent(before: RecallItem, after: RecallItem) -> bool:
 
 
 def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> str:
-    parts = [_OPEN, ""]
+    parts = [""]
     if knowledge:
         ordered = sorted(knowledge, key=_by_score)
         parts += ["<knowledge>", *(k.line for k in ordered), "</knowledge>", ""]
     if details:
         parts += ["<detail>", _render_details(details), "</detail>", ""]
-    parts.append(_CLOSE)
-    return "\n".join(parts)
+    return recalled_block_text("\n".join(parts))
 
 
 def _header(group: tuple[str, str], multi: bool) -> str:

@@ -57,14 +57,25 @@ _MIN_ENTRIES = 4096
 _NOT_A_DICT = (-1,)  # the fingerprint of a non-dict entry: its reading never changes
 
 
+_INDEX_SIDE = 32_768  # characters of a message's head and of its tail that BM25 reads
+
+
 def index_text(info: MessageInfo) -> str:
     """The text BM25 sees for a message: everything that costs tokens.
 
     Tool names and inputs are included: a ``read`` of ``src/payment/webhook.ts`` is
     evidence about webhooks even when its result is long gone. Thinking is included too;
     it is where an assistant names what it is working on.
+
+    A text over ``2 x _INDEX_SIDE`` characters is read as its head and tail only: scoring a
+    multi-MB tool output against a short query by every word cost seconds per turn, and its
+    opening and closing lines (the command, the summary or error at the end) carry what the
+    query can match.
     """
-    return blocks_token_text(info.blocks)
+    text = blocks_token_text(info.blocks)
+    if len(text) > 2 * _INDEX_SIDE:
+        return f"{text[:_INDEX_SIDE]}\n{text[-_INDEX_SIDE:]}"
+    return text
 
 
 class TrimCache:
@@ -204,6 +215,9 @@ class TrimCache:
 def _digest(message: Mapping[str, Any]) -> str:
     try:
         raw = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):  # keys of mixed types, circular references
-        raw = repr(message)
+    except (TypeError, ValueError, RecursionError):  # mixed keys, cycles, 10**5000, nesting
+        try:
+            raw = repr(message)
+        except (ValueError, RecursionError):  # unreadable: a reading of its own, not shared
+            return f"unshared:{id(message)}"
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

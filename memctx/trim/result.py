@@ -7,14 +7,14 @@ pairing rule; then the result accounts for what it dropped or edited.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
 
 import numpy as np
 
-from memctx.messages import repair_tool_pairing
+from memctx.messages import repair_with_sources
 
 from .state import IntArray, ReadInfos, SessionState
 
@@ -48,7 +48,8 @@ class TrimResult:
     """What :func:`smart_trim` did.
 
     Attributes:
-        kept: The messages to send, in their original order: the caller's own dicts, except
+        kept: The messages to send, in their original order (unless the pairing repair
+            moved a tool result to the front of its turn): the caller's own dicts, except
             copies the pairing repair had to edit. Without a trim, the input's contents.
         trimmed: The removed messages that may be archived (never a recalled block), in
             original order.
@@ -90,7 +91,8 @@ def finish_trim(
     gone[removed] = True
     kept_at: list[int] = np.flatnonzero(~gone).tolist()
     kept = [messages[i] for i in kept_at]
-    repaired = repair_tool_pairing(kept, cache=ReadInfos(kept, [facts[i] for i in kept_at]))
+    infos = ReadInfos(kept, [facts[i] for i in kept_at])
+    repaired, sources = repair_with_sources(kept, cache=infos)
     counts = TrimCounts(bm25, oldest)
     if len(repaired) == len(kept) and all(map(is_, repaired, kept)):
         # The usual case: the repair found nothing. Layers 2 and 3 never remove a
@@ -106,14 +108,17 @@ def finish_trim(
             trimmed_at=at,
             kept_at=kept_at,
         )
-    lost, edited = _align(kept, repaired)
-    dropped = [kept_at[k] for k in lost]  # positions in ``messages`` dropped whole
+    # The repair may move a message within its turn, rename a reused id or move a late
+    # result into another message: ``sources`` says which input each output stems from.
+    present = set(sources)
+    dropped = [kept_at[k] for k in range(len(kept)) if k not in present]  # dropped whole
+    edited = sum(1 for m, k in zip(repaired, sources, strict=True) if m is not kept[k])
     gone[dropped] = True
     recalled = sum(1 for i in dropped if facts[i].recalled)
     trimmed_at = [i for i in np.flatnonzero(gone).tolist() if not facts[i].recalled]
-    # Copies made by the repair are new objects, so their ids differ from every original's.
-    original_at = {id(messages[i]): i for i in kept_at}
-    repaired_at = [original_at.get(id(m), -1) for m in repaired]
+    repaired_at = [
+        kept_at[k] if m is kept[k] else -1 for m, k in zip(repaired, sources, strict=True)
+    ]
     pairs = zip(repaired, repaired_at, strict=True)
     tokens_after = sum(facts[i].tokens if i >= 0 else counter(m) for m, i in pairs)
     counts = TrimCounts(bm25, oldest, len(dropped), edited)
@@ -128,50 +133,3 @@ def finish_trim(
         trimmed_at=trimmed_at,
         kept_at=repaired_at,
     )
-
-
-_BLOCK_FIELDS = ("content", "tool_calls", "parts")
-
-
-def _align(before: Sequence[object], after: Sequence[object]) -> tuple[list[int], int]:
-    """Which messages of ``before`` the repair dropped, and how many it edited.
-
-    The repair keeps order and returns each survivor either as the same object or as a
-    shallow copy that lost some blocks (its other values are the very same objects).
-    """
-    originals = {id(m) for m in before}
-    lost: list[int] = []
-    edited = k = 0
-    for i, message in enumerate(before):
-        if k < len(after):
-            candidate = after[k]
-            if candidate is message:
-                k += 1
-                continue
-            if id(candidate) not in originals and _is_edit_of(candidate, message):
-                k += 1
-                edited += 1
-                continue
-        lost.append(i)
-    return lost, edited
-
-
-def _is_edit_of(copy: object, original: object) -> bool:
-    """Whether ``copy`` is ``original`` with some blocks removed by the pairing repair."""
-    if not (isinstance(copy, Mapping) and isinstance(original, Mapping)):
-        return False
-    if not copy.keys() <= original.keys():
-        return False
-    for key, value in copy.items():
-        old = original[key]
-        if value is old:
-            continue
-        if key not in _BLOCK_FIELDS or not isinstance(value, list):
-            return False
-        if isinstance(old, list):
-            rest = iter(old)  # a subsequence, by identity: blocks are never copied
-            if not all(any(b is s for s in rest) for b in value):
-                return False
-        elif not (isinstance(old, Mapping) and not value):  # a lone result block, removed
-            return False
-    return True

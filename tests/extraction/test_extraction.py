@@ -29,6 +29,7 @@ from memctx.extraction.prompt import (
     prompt_overhead_tokens,
 )
 from memctx.llm.client import LLMClient, LLMError
+from memctx.messages import recalled_block_text
 from memctx.messages.tokens import estimate_tokens
 from memctx.store.knowledge import Fact, FactType, KnowledgeStore, NewFact, UpdateDecision
 from tests.strategies import multiline_texts
@@ -433,7 +434,7 @@ def test_what_the_model_sees(store: KnowledgeStore) -> None:
         {"role": "system", "content": "SYSTEM-PROMPT-TEXT"},
         {
             "role": "user",
-            "content": '<recalled-context source="memory-context">OLD</recalled-context>',
+            "content": recalled_block_text("OLD"),
         },
         {"role": "user", "content": "Read the config please."},
         {

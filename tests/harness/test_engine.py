@@ -22,6 +22,7 @@ from memctx.harness.strategies.base import (
     register_strategy,
 )
 from memctx.llm.client import LLMClient
+from memctx.messages import recalled_block_text
 from memctx.messages.anatomy import InfoCache
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
@@ -161,7 +162,7 @@ def test_a_planted_secret_stays_out_of_the_store_and_a_leak_is_caught(tmp_path: 
         name = "leaky-recall"
 
         def prepare(self, transcript: Messages) -> Prepared:
-            block = {"role": "user", "content": f'<recalled-context source="x">{SECRET}'}
+            block = {"role": "user", "content": recalled_block_text(SECRET)}
             return Prepared([*transcript[:1], block, *transcript[1:]], recall_cap=10_000)
 
     _register("leaky-disk", Leaky)
@@ -180,7 +181,7 @@ def test_broken_pairs_oversized_blocks_and_window_overflow_are_violations(
         def prepare(self, transcript: Messages) -> Prepared:
             # Drop every tool call (orphaned results); the history outgrows the window.
             kept = [m for m in transcript if not m.get("tool_calls")]
-            block = {"role": "user", "content": "<recalled-context> " + "x" * 3_000}
+            block = {"role": "user", "content": recalled_block_text("x" * 3_000)}
             return Prepared([kept[0], block, *kept[1:]], recall_cap=100)
 
     _register("broken-test", Broken)

@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given, settings
 
+from memctx.messages import recalled_block_text
 from memctx.messages.anatomy import (
     BlockKind,
     RoleKind,
@@ -14,9 +15,10 @@ from memctx.messages.anatomy import (
     message_text,
     role_kind,
     token_text,
+    with_tool_id,
 )
 from memctx.messages.markers import is_recalled_block
-from tests.strategies import malformed_messages
+from tests.strategies import hostile_messages
 
 
 def test_openai_assistant_with_tool_calls() -> None:
@@ -120,12 +122,7 @@ def test_gemini_parts() -> None:
 
 
 def test_recalled_block_detection() -> None:
-    assert is_recalled_block(
-        {
-            "role": "user",
-            "content": '<recalled-context source="memory-context">\n</recalled-context>',
-        }
-    )
+    assert is_recalled_block({"role": "user", "content": recalled_block_text("")})
     assert not is_recalled_block({"role": "assistant", "content": "<recalled-context>"})
     assert not is_recalled_block({"role": "user", "content": "talk about <recalled-context> tags"})
 
@@ -137,7 +134,7 @@ def test_unknown_role_and_non_dicts() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(malformed_messages)
+@given(hostile_messages)
 def test_malformed_messages_never_crash_and_are_not_mutated(message: Any) -> None:
     snapshot = copy.deepcopy(message)
     info = inspect_message(message)
@@ -160,3 +157,92 @@ def test_info_cache_reads_each_dict_once_and_notices_replaced_content() -> None:
     assert cache.misses == 11
     assert cache.info(dict(messages[4])) == first[4]  # equal dict, new identity: read again
     assert cache.misses == 12
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_hostile_values_read_without_raising() -> None:
+    huge = 10**5000  # str() refuses ints over 4,300 digits
+    deep = _deep(10_000)  # json.dumps and str() overflow the stack
+    tool = {"role": "tool", "tool_call_id": "a", "content": huge}
+    assert message_text(tool) == hex(huge)
+    assert inspect_message({"role": "tool", "tool_call_id": huge}).tool_result_ids == (hex(huge),)
+    deep_tool = {"role": "tool", "tool_call_id": "a", "content": deep}
+    assert inspect_message(deep_tool).tool_result_ids == ("a",)
+    assert message_text(deep_tool) == "<unreadable list>"
+    unhashable = {"role": "user", "content": [{"type": []}, {"type": {"a": 1}}, {"type": 3}]}
+    assert [b.kind for b in inspect_message(unhashable).blocks] == [BlockKind.OTHER] * 3
+    for message in (
+        {"role": "user", "content": huge},
+        {"role": "user", "content": deep},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": huge, "input": deep}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": deep}]},
+        {"role": "tool", "content": [{"type": []}, {"type": "tool_result", "content": huge}]},
+        {"role": "model", "parts": [{"functionResponse": {"name": "f", "response": deep}}]},
+    ):
+        info = inspect_message(message)
+        assert info.kind in (RoleKind.USER, RoleKind.ASSISTANT, RoleKind.TOOL)
+        token_text(message)
+        message_text(message)
+
+
+# Every place a call or result id is written, in each shape the readers know.
+_FN = {"name": "bash", "arguments": "{}"}
+WITH_IDS: list[dict[str, Any]] = [
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "x", "function": _FN}, {"id": "y", "function": _FN}],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "t"},
+            {"type": "tool_use", "id": "x", "name": "read", "input": {}},
+            {"type": "toolCall", "id": "y", "name": "edit", "arguments": {}},
+        ],
+    },
+    {"role": "assistant", "content": [{"type": "functionCall", "functionCall": {"id": "x"}}]},
+    {"role": "model", "parts": [{"text": "t"}, {"functionCall": {"name": "f", "id": "x"}}]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "x", "content": "ok"},
+            {"type": "toolResult", "toolCallId": "y"},
+            {"type": "tool_result", "tool_use_id": None, "id": "z"},
+        ],
+    },
+    {"role": "user", "content": {"type": "tool_result", "tool_use_id": "x"}},
+    {"role": "user", "parts": [{"functionResponse": {"name": "f", "id": "x", "response": {}}}]},
+    {"role": "function", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+    {"role": "tool", "tool_call_id": "x", "content": "out"},
+    {"role": "toolResult", "toolCallId": "x", "content": []},
+    {"role": "tool", "tool_call_ids": ["x", "w"], "content": "out"},  # SWE-agent
+    {"role": "tool", "tool_call_id": None, "tool_call_ids": ["x"], "content": "out"},
+]
+
+
+def test_with_tool_id_writes_what_the_readers_read() -> None:
+    for message in WITH_IDS:
+        snapshot = copy.deepcopy(message)
+        before = inspect_message(message).blocks
+        tools = [
+            p
+            for p, b in enumerate(before)
+            if b.kind in (BlockKind.TOOL_CALL, BlockKind.TOOL_RESULT)
+        ]
+        assert tools, message
+        for at in tools:
+            after = inspect_message(with_tool_id(message, before[at], "fresh-2")).blocks
+            assert [b.tool_id for b in after] == [
+                "fresh-2" if p == at else b.tool_id for p, b in enumerate(before)
+            ], message
+            assert [(b.kind, b.field, b.index, b.text, b.tool_name) for b in after] == [
+                (b.kind, b.field, b.index, b.text, b.tool_name) for b in before
+            ]
+        assert message == snapshot, "the original must not change"

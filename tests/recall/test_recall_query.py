@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memctx.messages import recalled_block_text
 from memctx.messages.anatomy import InfoCache
 from memctx.recall.query import MAX_QUERY_CHARS, build_query
 
@@ -33,7 +34,7 @@ def test_tool_results_recalled_blocks_and_harness_text_are_skipped() -> None:
             "role": "user",
             "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "FAILED x"}],
         },
-        user('<recalled-context source="memory-context">old</recalled-context>'),
+        user(recalled_block_text("old")),
         user("<command-name>/clear</command-name>"),
         user("System: [2026-01-01] Feishu message from bot"),
         user("<system-reminder>todo list is empty</system-reminder>"),

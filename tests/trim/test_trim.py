@@ -176,7 +176,7 @@ def test_tool_result_messages_do_not_count_toward_the_recent_ones(fmt: str) -> N
     assert result.trimmed == [messages[0]]
 
 
-def test_the_last_tool_call_and_its_results_are_protected_with_everything_between() -> None:
+def test_the_last_tool_call_and_its_results_are_protected_together() -> None:
     call_msg = {
         "role": "assistant",
         "content": [
@@ -186,13 +186,19 @@ def test_the_last_tool_call_and_its_results_are_protected_with_everything_betwee
         ],
     }
     r1 = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]}
-    between = {"role": "user", "content": [{"type": "text", "text": "also check c.py"}]}
-    r2 = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "B"}]}
+    # Results first in the merged user turn (Anthropic's rule), then the user's own text.
+    r2 = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "B"},
+            {"type": "text", "text": "also check c.py"},
+        ],
+    }
     chat = [u(filler(i)) if i % 2 == 0 else a(filler(i)) for i in range(8)]
-    messages = [u(filler(20)), call_msg, r1, between, r2, *chat]
+    messages = [u(filler(20)), call_msg, r1, r2, *chat]
     assert pairing_violations(messages) == []
     result = smart_trim(messages, QUERY, 0, protected_recent=2)
-    assert same(result.kept, [call_msg, r1, between, r2, *chat[-2:]])
+    assert same(result.kept, [call_msg, r1, r2, *chat[-2:]])
     assert pairing_violations(result.kept) == []
 
 
