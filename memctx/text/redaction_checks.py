@@ -1,211 +1,405 @@
-"""Heuristics behind the redaction rules: is this value a literal secret, is this run random?
+"""The checks behind the redaction rules: is this match a literal secret in its context?
 
-Pure functions on strings, kept apart from the rule table in :mod:`memctx.text.redaction` so
-each can be read (and tested) on its own. The thresholds were set by measuring false
-positives on real agent sessions (``scripts/measure_redaction.py``), not by guessing.
+A check takes the whole text, the match and the span the rule would mask; it returns the span
+to mask (narrowed, or widened to context the pattern left out, such as a Telegram bot id) or
+``None`` to veto. The rule table is :mod:`memctx.text.redaction_rules`; what counts as a
+literal value or a secret-naming key is :mod:`memctx.text.redaction_literals`; the
+last-resort entropy rule is :mod:`memctx.text.redaction_entropy`. The thresholds were set by
+measuring false positives on real agent sessions and on installed packages' code and docs
+(``scripts/measure_redaction.py``), not by guessing; each guard names the shape it keeps.
 """
 
 from __future__ import annotations
 
-import base64
-import math
 import re
-from collections import Counter
+
+from .redaction_entropy import entropy
+from .redaction_literals import (
+    DIGITS,
+    IDENT_RE,
+    KEY_PLACE_RE,
+    LABEL_RE,
+    LOWER,
+    PASSWORDISH,
+    PRIVATE_NAME_RE,
+    QUOTED_CODE_RE,
+    SECRET_WORDS,
+    TEMPLATE_RE,
+    UPPER,
+    code_identifier,
+    elided,
+    full_key,
+    key_segments,
+    literal_value,
+    loose_literal,
+    name_like,
+    named_value,
+    prose_after,
+    strong_key,
+    whole_code_ref,
+    wordy,
+)
 
 _Span = tuple[int, int]
-UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
-DIGITS = frozenset("0123456789")
+_ENV_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyz$")
+_ESCAPED_RE = re.compile(r"\\[nrt]\Z")
+_ENV_NAME_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*\Z")
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "bot", "apikey", "negotiate"})
-_ENV_KEY_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*\Z")
-
-# --- is a value in a secret context a literal secret? -----------------------------------------
-
-_REF_START = tuple("$%<{[@*=#!})],;")
-_KEYWORDS = frozenset({"none", "null", "nil", "true", "false", "undefined"})
-_CODE_REF_RE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?![\w$])")
-_NUMBER_RE = re.compile(r"[+-]?[0-9][0-9_]*(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?", re.IGNORECASE)
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PROSE_RE = re.compile(r" [a-z]{2,}\b")
-_PARTS_RE = re.compile(r"[_.\-]+")
-_WORDS_RE = re.compile(r"[A-Z][a-z]{2,}|[a-z]{3,}")
-
-
-def _wordy(s: str) -> bool:
-    """Two thirds of ``s`` are words (``Word``, ``word``): a CamelCase name, not random text."""
-    return sum(map(len, _WORDS_RE.findall(s))) >= 0.66 * len(s)
-
-
-def _name_like(value: str) -> bool:
-    """A variable, type or placeholder name: ``token``, ``Token-based``, ``s3_pair``."""
-    parts = [p for p in _PARTS_RE.split(value) if p]
-    if all(p.isalpha() for p in parts):
-        if len(parts) == 1:
-            return len(value) < 24 or _wordy(value)
-        return all(p.islower() or p.isupper() or p.istitle() or _wordy(p) for p in parts)
-    snake = (p.isalnum() and (p.islower() or p.isupper() or p.isdigit()) for p in parts)
-    return "_" in value and all(snake)
-
-
-def _literal_value(value: str, quoted: bool = False) -> bool:
-    """Whether a value in a secret context is a literal secret (see the module docstring)."""
-    v = value.rstrip(".:")
-    if len(v) < 3 or v.startswith(_REF_START) or v.lower() in _KEYWORDS:
-        return False
-    code = ("{", "}", ";") if quoted else ("?", "(", "=")  # ``"token: "+(0,S.x)(e))}``, ``a?b``
-    if any(s in v.rstrip("=") for s in code) or ("<" in v and ">" in v):
-        return False
-    if any(s in value for s in ("...", "…", "****")):  # elided: ``sk-...``, ``ya29.abc...``
-        return False
-    if sum(v.count(c) for c in "xX*•") >= 0.6 * len(v) or v.endswith("***"):
-        return False
-    ref = _CODE_REF_RE.match(v)  # os.environ, e.auth_password??; not ya29.<random>
-    if ref and all(len(p) < 4 or _name_like(p) for p in ref.group().split(".")):
-        return False
-    if _NUMBER_RE.fullmatch(v):
-        return False
-    if v[0] in "/~." and all(_name_like(p) for p in v.lstrip("~.").split("/") if p):
-        return False  # a file path: ``private_key: ~/.ssh/id_ed25519``
-    return not _name_like(v.rstrip("="))
 
 
 def secret_value_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``key: value`` / ``key=value`` under a key that ends in a secret word."""
     if m.start() and text[m.start() - 1] == ":":  # ``arn:aws:secretsmanager:..:secret:name``
         return None
+    if m.group("key") in ("pass", "pwd", "auth") and m.start() and text[m.start() - 1].isalpha():
+        return None  # ``bypass:``, ``oauth=``: another word
     value = text[span[0] : span[1]]
-    bare, sep = m.group("uv") is not None, m.group("sep")
-    if bare and sep == "=" and m.group("pad") and _IDENT_RE.fullmatch(value):
+    bare, sep, quoted = m.group("uv") is not None, m.group("sep"), m.group("qv") is not None
+    if bare and sep == "=" and m.group("pad") and IDENT_RE.fullmatch(value):
         return None  # ``token = b64encode``: code assigns a variable
-    if bare and sep == ":" and _PROSE_RE.match(text, span[1]):
+    key = full_key(text, m.start(), m.end("key"))
+    if bare and prose_after(text, value, span[1], key):
         return None  # ``client_secret: OAuth2 client secret``: a sentence, not a value
-    return span if _literal_value(value, m.group("qv") is not None) else None
+    if key.lower() in ("pass", "auth") and not KEY_PLACE_RE.search(
+        text, max(0, m.start() - 64), m.start()
+    ):
+        return None  # ``Second pass: ...``, ``Basic auth: ...``: English words, not keys
+    if value.lower() == key.lower().strip("\"'`*") or named_value(value):
+        return None  # ``token=token``, ``auth: "OneLogin_Saml2_Auth"``: names, not values
+    if literal_value(value, quoted):
+        return span
+    # Below: what only a key naming a secret makes a secret (``password: letmein``).
+    if not strong_key(key) or not loose_literal(value) or key.lower() == "pass":
+        return None  # the word ``pass`` alone (``'pass': 'bandpass'``): random values only
+    key_start = m.end("key") - len(key)
+    if m.group("key") not in PASSWORDISH and LABEL_RE.search(
+        text, max(0, key_start - 40), key_start
+    ):
+        return None  # ``Predicted token: Paris``: a label in prose; a password stays one
+    key_quoted = text[m.end("key") : m.start("sep")].strip(" \t\\*]").startswith(('"', "'"))
+    if key_quoted and text[max(0, key_start - 2) : key_start].rstrip("\"'\\ ")[-1:] in (":", "?"):
+        return None  # ``c?"client_credentials":"clientCredentials":"application"``: a ternary
+    if sep == ":" and not key_quoted and text[m.end("sep") : span[0]] in ("", '"', "'", "`"):
+        return None  # ``vault_token:"Token"``, ``keyToken:eP.token``: minified JavaScript
+    if quoted:
+        code = QUOTED_CODE_RE.search(value) or value.lower() in SECRET_WORDS
+        return None if code or named_value(value) else span
+    if key_quoted and IDENT_RE.fullmatch(value):
+        return None  # ``{"token": chunk}``: JSON holds no bare words, Python and JS names
+    after = text[span[1] : span[1] + 4].lstrip(" \t")
+    if after[:1] in ("(", "[", "<", "?", "|", ".", ")") or after.startswith("="):
+        return None  # ``password: str = ""``, ``token: Optional[str]``, ``f(token: T)``
+    if after[:1] in (",", "]", "}") and IDENT_RE.fullmatch(value):
+        return None  # ``f(dep_token: Tensor, ...)``, ``{token: foreground, ...}``: names
+    if sep == "=" and (m.group("pad") or after[:1] == ","):
+        return None  # ``f(password=pwd, ...)``: a keyword argument names a variable
+    if code_identifier(value):
+        return None
+    return span
+
+
+_ENV_KEY_BACK_RE = re.compile(r"[A-Z0-9_]*\Z")
+
+
+def env_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``DB_PASSWORD=letmein``, ``export TOKEN=...``, ``set -x TOKEN ...``: env assignments."""
+    if "key" in m.re.groupindex:  # ``set -x KEY VALUE``: the pattern holds the key
+        key = m.group("key")
+    else:  # ``..._PASSWORD=``: the pattern starts at the key's last word; read the rest back
+        back = _ENV_KEY_BACK_RE.search(text, max(0, m.start() - 64), m.start())
+        start = back.start() if back else m.start()
+        if (
+            start
+            and text[start - 1] in _ENV_BEFORE
+            and not _ESCAPED_RE.search(text, max(0, start - 2), start)
+        ):
+            return None  # ``myTOKEN=``, ``$PASSWORD=``: not an env name
+        key = text[start : m.end("suffix")]
+    value, quoted = text[span[0] : span[1]], m.group("qv") is not None
+    if not strong_key(key) or value.lower() == key.lower() or named_value(value):
+        return None  # ``ENV_GITHUB_TOKEN = "GITHUB_TOKEN"``: the name of a variable
+    spaced = "pad" in m.re.groupindex and m.group("pad")
+    if spaced and not quoted and not literal_value(value):
+        return None  # ``API_KEY = DEFAULT_KEY``: spaces around ``=`` and a bare name is code
+    stripped = value.rstrip(";,)")
+    if stripped != value and IDENT_RE.fullmatch(stripped):
+        return None  # ``f(API_KEY=api_key, ...)``: a keyword argument names a variable
+    value = value.rstrip(";,")
+    if not loose_literal(value) or PRIVATE_NAME_RE.fullmatch(value):
+        return None
+    return span[0], span[0] + len(value)
+
+
+def webhook_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A webhook URL's secret path, unless it is a placeholder (``T000/B000/XXXXXXXX``)."""
+    last = text[span[0] : span[1]].rstrip("/").rsplit("/", 1)[-1]
+    return None if len(set(last)) <= 2 or elided(last) else span
+
+
+def xml_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``<db_password>pw</db_password>``: an element whose name names a secret."""
+    if not strong_key(text[m.start("key") : m.end("key")]):
+        return None
+    return span if loose_literal(text[span[0] : span[1]]) else None
 
 
 def env_key_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
-    if not _ENV_KEY_RE.search(text, max(0, m.start() - 64), m.start()):
+    """``STRIPE_KEY=...``: a generic ``_KEY``/``_AUTH`` name, so the value must look random."""
+    if not _ENV_NAME_RE.search(text, max(0, m.start() - 64), m.start()):
         return None
     value = text[span[0] : span[1]]
-    if len(value) < 8 or not _literal_value(value, m.group("qv") is not None):
+    if len(value) < 8 or not literal_value(value, m.group("qv") is not None):
         return None
     return span if any(c.isdigit() for c in value) and any(c.isalpha() for c in value) else None
 
 
 def npmrc_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
-    if m.start() and text[m.start() - 1] not in ":\n":  # ``//registry/:_authToken=`` lines
+    """``//registry/:_authToken=...`` lines of an ``.npmrc``."""
+    if m.start() and text[m.start() - 1] not in ":\n":
         return None
-    return span if _literal_value(text[span[0] : span[1]], m.group("qv") is not None) else None
+    return span if literal_value(text[span[0] : span[1]], m.group("qv") is not None) else None
 
 
 def credential_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """The credentials of an ``Authorization:`` header or a ``Bearer`` token."""
     value = text[span[0] : span[1]]
-    if value.lower() in _AUTH_SCHEMES or len(value) < 8 or not _literal_value(value):
+    if value.lower() in _AUTH_SCHEMES or len(value) < 8 or not literal_value(value):
         return None
     if "scheme" in m.re.groupindex and m.group("scheme"):  # ``Authorization: Basic <creds>``
         return span
     return span if any(c.isdigit() or c in "+/=_-.~" for c in value) else None
 
 
-def url_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+_HEADER_NAME_RE = re.compile(r"(?:^|(?<=[\s\"'`{,])|(?<=\\n))[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\Z")
+_NOT_CREDENTIAL_HEADERS = frozenset(
+    "websocket idempotency cache public sort partition primary foreign hash range row lookup"
+    " dedup routing object request trace span message event group shard content".split()
+)
+
+
+def header_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``X-Api-Key: ...``, ``Private-Token: ...``: a header whose name names a credential."""
+    name = _HEADER_NAME_RE.search(text, max(0, m.start() - 64), m.start())
+    if name is None:
+        return None  # not at a header's place: ``foo.bar-key: x`` in code
+    if set(key_segments(name.group())) & _NOT_CREDENTIAL_HEADERS:
+        return None  # ``Sec-WebSocket-Key``, ``Idempotency-Key``: nonces and ids
+    value = text[span[0] : span[1]].rstrip("})],")
+    quoted_name = text[m.start() + 1 : span[0]].lstrip("abcdefghijklmnopqrstuvwxyz")[:1] in "\"'\\"
+    if quoted_name and span[0] and text[span[0] - 1] not in "\"'":
+        return None  # ``{"x-api-key": api_key}``: a dict of headers built from variables
+    if len(value) < 6 or not loose_literal(value) or code_identifier(value):
+        return None
+    if prose_after(text, value, span[0] + len(value)) or named_value(value):
+        return None
+    return span[0], span[0] + len(value)
+
+
+def cookie_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A ``Cookie:`` header's pairs, or the first pair of a ``Set-Cookie:``: session ids."""
+    value = text[span[0] : span[1]].rstrip()
+    if "=" not in value or value.startswith(("$", "{", "<")):
+        return None  # ``cookie: string``, ``cookie: req.headers.cookie``
+    if m.group("set"):
+        value = value.split(";", 1)[0]
+    name, _, secret = value.partition("=")
+    if not secret.strip() or not IDENT_RE.fullmatch(name.strip().replace("-", "_")):
+        return None
+    if name != name.rstrip() or secret != secret.lstrip():
+        return None  # ``cookie: Final = x``: an assignment in code, not a header
+    start = span[0] + len(name) + 1  # keep the first cookie's name readable
+    return start, span[0] + len(value)
+
+
+def cli_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A password given to a command: ``--password X``, ``mysql -pX``, ``curl -u u:X``."""
     value = text[span[0] : span[1]]
-    return None if value[0] in "$%{<" or set(value) <= {"*"} else span
+    if "q" in m.re.groupindex and m.group("q") is None:
+        value = value.rstrip(";,)")
+    if value.startswith("-") and span[0] and text[span[0] - 1].isspace():
+        return None  # ``--password -h host``: the next option, the password is prompted for
+    if not loose_literal(value, code=False):
+        return None
+    if re.fullmatch(r"[A-Z][A-Z0-9_\-]*", value) and not any(c.isdigit() for c in value):
+        return None  # ``--password PASSWORD``: a help text's metavariable
+    if re.match(r"[a-z]+=", value) and "id=" in value:
+        return None  # ``docker build --secret id=npm,src=...``: a spec, not the secret
+    return span[0], span[0] + len(value)
 
 
-def mixed_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+_CURL_RE = re.compile(r"\b(?:curl|wget|lftp|https?(?=[ \t]))\b")
+
+
+def curl_user_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``-u user:pw`` is a credential for curl and httpie, a uid:gid for docker."""
+    lo = max(0, m.start() - 400)
+    line_start = max(text.rfind("\n", lo, m.start()), text.rfind("\\n", lo, m.start()), lo)
+    if not _CURL_RE.search(text, line_start, m.start()):
+        return None
+    return cli_check(text, m, span)
+
+
+_LOGIN_COMMAND_RE = re.compile(
+    r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm|crane|az|oc|cf|argocd)\b[^\n|;&]*\Z"
+)
+
+
+def login_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``docker login -p PW``: ``-p`` is a password after a registry or cloud ``login``."""
+    if not _LOGIN_COMMAND_RE.search(text, max(0, m.start() - 120), m.start()):
+        return None
+    return cli_check(text, m, span)
+
+
+def htpasswd_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``htpasswd -b[c] FILE USER PW`` / ``htpasswd -nb USER PW``: the password argument."""
+    group = "a2" if "n" in m.group("flags") else "a3"
+    if m.group(group) is None:
+        return None
+    value = m.group(group).strip("'\"")
+    return m.span(group) if loose_literal(value) else None
+
+
+def url_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """The password of ``scheme://user:password@host``; ``host:port/path@x`` is not one."""
+    value = text[span[0] : span[1]]
+    if value[0] in "${<" or set(value) <= {"*"} or TEMPLATE_RE.match(value):
+        return None
+    if re.match(r"\d{1,5}(?:[/?#]|\Z)", value):
+        return None  # ``https://host:8443/@scope/pkg``: a port, then a path
+    return span
+
+
+_PGPASS_HOST_RE = re.compile(
+    r"(?:^|(?<=[\n\r\"])|(?<=\\n))[ \t]*(?:[A-Za-z0-9._\-]*[A-Za-z.][A-Za-z0-9._\-]*|\*)\Z"
+)
+_SOURCE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".c", ".h", ".ex", ".exs", ".rb", ".java")
+
+
+def pgpass_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A ``host:port:db:user:password`` line of a ``.pgpass`` file (the match starts at
+    ``:port``; the host, alone at the line's start, is read back)."""
+    host = _PGPASS_HOST_RE.search(text, max(0, m.start() - 256), m.start())
+    if host is None or host.group().strip().endswith(_SOURCE_SUFFIXES):
+        return None  # ``file.py:12:5:E302:...``: a compiler or linter location
+    port = m.group("port")
+    if port != "*" and not 0 < int(port) < 65536:
+        return None
+    return span if loose_literal(text[span[0] : span[1]]) else None
+
+
+def key_body_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
     """Provider keys are random base62: ``sk-toggleable__label`` is a CSS class, not a key.
 
     Upper, lower and digits together mark a key; a long run (32+) of mixed case counts too,
-    because about 1 random 40-character key in 1,000 happens to hold no digit.
+    because about 1 random 40-character key in 1,000 happens to hold no digit; so does a run
+    of 32+ hex after the prefix (the prefix makes it a key: DeepSeek's ``sk-`` + 32 hex).
     """
-    raw = text[span[0] + 3 : span[1]]
+    raw = text[span[0] : span[1]]
+    raw = raw[raw.index("-") + 1 :] if "-" in raw[:4] else raw[3:]
     body = set(raw)
     mixed_case = bool(body & UPPER and body & LOWER)
     if mixed_case and (body & DIGITS or (len(raw) >= 32 and "__" not in raw)):
         return span
-    return None
+    return span if len(raw) >= 32 and body <= set("0123456789abcdef") else None
 
 
-# --- the high-entropy rule ---------------------------------------------------------------------
+def mixed_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A vendor token whose prefix alone is a word: its body mixes upper, lower and digits."""
+    body = set(text[span[0] : span[1]].split("-", 1)[-1].split("_", 1)[-1])
+    return span if body & UPPER and body & LOWER and body & DIGITS else None
 
-_CONTEXT_RE = re.compile(  # hash, signature, key material or id before the run
-    r"(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|h1|base64|integrity|digest|checksum|hash"
-    r"|signature|ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|id|ids|uuid|guid|marker)"
-    r"[\"'\\\s:=,\-\[]*\Z"
+
+_GITLAB_PREFIXES = frozenset(
+    "glpat glptt gldt glrt glrtr glcbt glft glimt glagent gloas glsoat glffct glwt".split()
 )
-_HASH_PREFIX_RE = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[-:_]", re.IGNORECASE)
-_ATTR_VALUE_RE = re.compile(r"\s[A-Za-z_:][\w:.\-]*=\\?[\"']\Z")
-_BLOB_AFTER_RE = re.compile(r"=*(?:[\s\"'`,+]|\\[nr]){1,12}[A-Za-z0-9+/]{40}")
-_BLOB_BEFORE_RE = re.compile(r"[A-Za-z0-9+/]{40}=*(?:[\s\"'`,+]|\\[nr]){1,12}\Z")
-_ID_PREFIX_RE = re.compile(r"0x|(?:[a-z]{3,12}[_\-/])+")
-_HEXISH = frozenset("0123456789abcdefABCDEF-")
-_SEPARATOR_RE = re.compile(r"[+/_.\-]")
-_WORD_PART_RE = re.compile(r"(?:[A-Z]*[a-z]{2,})+|[A-Z]{2,}")
-_UUID_SHAPE_RE = re.compile(r"[0-9A-Za-z]{8}(?:-[0-9A-Za-z]{4}){3}-[0-9A-Za-z]{12}")
-_URLSAFE = str.maketrans("-_", "+/")
-_CLASS_OF = str.maketrans("".join(sorted(UPPER | LOWER | DIGITS)), "0" * 10 + "A" * 26 + "a" * 26)
-_CLASS_RUN_RE = re.compile(r"A+|a+|0+")
 
 
-def _class_changes(alnum: str) -> float:
-    runs = _CLASS_RUN_RE.findall(alnum.translate(_CLASS_OF))
-    return (len(runs) - 1) / (len(alnum) - 1)
+def gitlab_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """GitLab's documented ``gl*-`` prefixes make a token; another ``gl*-`` word must mix."""
+    prefix, _, body = text[span[0] : span[1]].partition("-")
+    if prefix in _GITLAB_PREFIXES:
+        return span
+    if "-" in body or wordy(body):  # ``globaly-1-llama2-13b``: a model name, not a token
+        return None
+    return mixed_check(text, m, span)
 
 
-def _entropy(s: str) -> float:
-    return math.log2(len(s)) - sum(k * math.log2(k) for k in Counter(s).values()) / len(s)
+def token_body_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``secret_`` + 43 base62 (Notion): mixed case, and digits or not a run of words."""
+    raw = text[span[0] : span[1]].split("_", 1)[-1]
+    body = set(raw)
+    if not (body & UPPER and body & LOWER):
+        return None
+    return span if body & DIGITS or not wordy(raw) else None
 
 
-def _encoded_text(token: str) -> bool:
-    """Whether ``token`` is base64 of readable text: encoded data, not a random key."""
-    data = token.translate(_URLSAFE).rstrip("=")
-    for skip in range(4):  # the run may start a few characters before the base64 does
-        chunk = data[skip : len(data) - (len(data) - skip) % 4]
-        try:
-            decoded = base64.b64decode(chunk, validate=True).decode("utf-8")
-        except ValueError:
-            continue
-        if sum(c.isprintable() or c in "\t\r\n" for c in decoded) >= 0.9 * len(decoded):
-            return True
-    return False
+def letters_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``hf_`` + random letters: mixed case, and not a CamelCase name of whole words."""
+    body = text[span[0] : span[1]].split("_", 1)[-1]
+    if not (set(body) & UPPER and set(body) & LOWER):
+        return None
+    return None if re.fullmatch(r"(?:[A-Z][a-z]{2,})+", body) else span
 
 
-def looks_random(token: str) -> bool:
-    """The shape test of ``high_entropy`` (see the module docstring), without context."""
-    if ("/" in token or "+" in token) and ("-" in token or "_" in token or "." in token):
-        return False
-    prefix = _ID_PREFIX_RE.match(token)
-    body = token[prefix.end() :] if prefix else token
-    n = len(body)
-    chars = set(body)
-    if n < 32 or len(token) > 256 or chars <= _HEXISH:
-        return False
-    if not (chars & UPPER and chars & LOWER and chars & DIGITS):
-        return False
-    alnum = _SEPARATOR_RE.sub("", body)
-    if n - len(alnum) > 0.16 * n or _class_changes(alnum) < 0.35:
-        return False
-    if _entropy(body) < min(0.78 * math.log2(n), 4.6) or _UUID_SHAPE_RE.fullmatch(body):
-        return False
-    if "." in body and all(_name_like(part) for part in body.split(".") if part):
-        return False  # a dotted name: ``NodeInputOrOutputType.FP32_OR_INT8``
-    words = [part for part in _SEPARATOR_RE.split(body) if _WORD_PART_RE.fullmatch(part)]
-    if len(words) >= 2 and sum(map(len, words)) >= 0.25 * n:
-        return False  # words between separators: ``Mean_Acc1298_Mean_Mem40_Centroid``
-    return not _wordy(body) and not _encoded_text(body)
+_TELEGRAM_ID_RE = re.compile(r"(?<![A-Za-z0-9_\-])[0-9]{8,10}\Z")
+_DISCORD_HEAD_RE = re.compile(r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,27}\Z")
+_HEX32_RE = re.compile(r"(?<![A-Za-z0-9_\-])[0-9a-f]{32}\Z")
 
 
-def high_entropy_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+def _cased(s: str) -> bool:
+    return bool(set(s) & UPPER and set(s) & LOWER)
+
+
+def telegram_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``123456789:AA...``: a bot id before the colon (read back), a mixed-case secret after."""
+    bot = _TELEGRAM_ID_RE.search(text, max(0, m.start() - 11), m.start())
+    return (bot.start(), span[1]) if bot and _cased(m.group("body")) else None
+
+
+def discord_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``<base64 user id>.<6>.<27+>``: the match starts at the first dot; read the id back."""
+    head = _DISCORD_HEAD_RE.search(text, max(0, m.start() - 28), m.start())
+    if head is None or not _cased(text[head.start() : span[1]]):
+        return None
+    return head.start(), span[1]
+
+
+def twitter_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A Twitter bearer token: 21+ ``A`` then a random body, not base64 of zero bytes."""
+    body = set(text[span[0] : span[1]].lstrip("A"))
+    return span if body & LOWER and body & DIGITS | {"%"} else None
+
+
+def hex_before_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """``<32 hex>-us12`` (Mailchimp): the suffix makes the hex before it a key."""
+    key = _HEX32_RE.search(text, max(0, m.start() - 33), m.start())
+    return (key.start(), span[1]) if key else None
+
+
+def context_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A random-looking value right after a word that names a secret: ``token is a8F2...``."""
+    if m.start() and (text[m.start() - 1] == ":" or text[m.start() - 1].isalpha()):
+        return None  # ``arn:..:secret:name``, ``mytoken``: not the word itself
     start, end = span
-    while end > start and text[end - 1] == ".":  # a sentence's full stop
+    if text.startswith("..", end - 2) or text.startswith("…", end):
+        return None  # ``verify_token="eyJhbGci..."``: an elided example
+    while end > start and text[end - 1] in ".,":
         end -= 1
-    while start < end and text[start] == ".":
-        start += 1
-    if not looks_random(text[start:end].rstrip("=")) or _HASH_PREFIX_RE.match(text, start):
+    value = text[start:end]
+    if len(value) < 12 or elided(value) or "://" in text[max(0, start - 12) : end]:
         return None
-    if _CONTEXT_RE.search(text[max(0, start - 40) : start].lower()):
+    if text[end : end + 1] in ("(", "[") or whole_code_ref(value) or prose_after(text, value, end):
+        return None  # ``token = Base.url_encode64(...)``, a docstring's sentence
+    if "/" in value and all(name_like(p) or p in "~.." for p in value.split("/") if p):
+        return None  # a path: ``private_key: ~/.ssh/id_ed25519``
+    chars = set(value)
+    if chars <= set("0123456789abcdefABCDEF-"):  # hex and UUIDs: secrets in this context
+        return (start, end) if sum(c != "-" for c in value) >= 16 else None
+    if not (chars & DIGITS and chars & (UPPER | LOWER)) or name_like(value):
         return None
-    in_tag = text.rfind("<", 0, start) > text.rfind(">", 0, start)
-    if in_tag and _ATTR_VALUE_RE.search(text, max(0, start - 80), start):
-        return None  # an HTML attribute value: page state such as a CSRF meta tag
-    if _BLOB_AFTER_RE.match(text, end) or _BLOB_BEFORE_RE.search(text, max(0, start - 80), start):
-        return None  # one line of a wrapped base64 blob
+    if re.match(r"v?\d+(?:\.\d+)+", value) or re.search(r"\.(?:[a-z]{1,4})\Z", value):
+        return None  # a version, a file name
+    if entropy(value) < 3.0:
+        return None
     return start, end
