@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .options import OptionError, describe_os_error, fail, parse_set, positive
+
 __all__ = ["add_eval_arguments", "eval_command", "options_from_args"]
 
 
@@ -86,13 +88,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
 
 
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
@@ -109,23 +104,34 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
     overrides: dict[str, Any] = {}
     if args.config:
-        path = Path(args.config)
-        try:
-            text = path.read_text(encoding="utf-8")
-            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read config overrides from {path}: {exc}") from exc
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{path} must hold an object of config keys")
-        overrides.update(_flatten(data))
-    for item in args.set or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set hardCapTokens=2000")
-        overrides[key.strip()] = _parse_value(value.strip())
+        overrides.update(_flatten(_read_overrides(Path(args.config))))
+    overrides.update(parse_set(args.set))
     # Fail now, naming the key, rather than in every worker.
     MemoryContextConfig(enabled=True).with_overrides(overrides)
     return overrides
+
+
+def _read_overrides(path: Path) -> Mapping[str, Any]:
+    """The object of a ``--config`` JSON or TOML file (errors never quote the file)."""
+    from memctx.transcripts import open_input_file
+
+    with open_input_file(path, what="--config file") as handle:
+        text = handle.read_text()
+    fix = "pass a JSON or TOML file holding an object of config keys"
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise OptionError(f"--config {path} is not JSON ({exc.msg} at {where}); {fix}") from None
+    except tomllib.TOMLDecodeError as exc:  # its message gives the line, not the text
+        raise OptionError(f"--config {path} is not TOML ({exc}); {fix}") from None
+    except (ValueError, RecursionError) as exc:
+        raise OptionError(f"--config {path} cannot be read ({type(exc).__name__}); {fix}") from None
+    if not isinstance(data, Mapping):
+        raise OptionError(
+            f"--config {path} holds a JSON {type(data).__name__}, not an object; {fix}"
+        )
+    return data
 
 
 def options_from_args(args: argparse.Namespace) -> Any:
@@ -134,10 +140,14 @@ def options_from_args(args: argparse.Namespace) -> Any:
 
     embeddings = tuple(args.embedding or (("hash",) if args.quick else DEFAULT_EMBEDDINGS))
     kwargs: dict[str, Any] = {}
+    positive("--window", args.window)
+    positive("--seed", args.seed, zero=True)
     if args.jobs is not None:
-        if args.jobs < 1:
-            raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+        positive("--jobs", args.jobs)
         kwargs["jobs"] = args.jobs
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"--out {out} is a file; pass a folder for the run directory")
     return EvalOptions(
         suites=tuple(args.suite or ()),
         strategies=tuple(args.strategy or DEFAULT_STRATEGIES),
@@ -146,7 +156,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
         quick=args.quick,
         overrides=_overrides(args),
         llm=args.llm,
-        out_dir=Path(args.out),
+        out_dir=out,
         datasets_dir=Path(args.datasets) if args.datasets else None,
         seed=args.seed,
         answer_model=args.answer_model,
@@ -158,21 +168,25 @@ def options_from_args(args: argparse.Namespace) -> Any:
 
 def eval_command(args: argparse.Namespace) -> int:
     """Run ``memctx eval``; exit 0, 1 (gate failed or invariant violated) or 2 (bad input)."""
-    from memctx.errors import ConfigError
-    from memctx.harness import EvalError, ScenarioError, run_eval
+    from memctx.errors import MemctxError
+    from memctx.harness import EvalError, run_eval
 
     if args.fail_on and not args.baseline:
-        print(
-            "error: --fail-on needs --baseline FILE (the summary.json to compare against)",
-            file=sys.stderr,
-        )
-        return 2
+        return fail("--fail-on needs --baseline FILE (the summary.json to compare against)")
     try:
         options = options_from_args(args)
+        if args.baseline:  # checked now, not after the whole run
+            from memctx.harness import parse_fail_on
+            from memctx.harness.report import load_summary
+
+            if args.fail_on:
+                parse_fail_on(args.fail_on)
+            load_summary(Path(args.baseline))
         run_dir = run_eval(options)
-    except (EvalError, ScenarioError, ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (EvalError, MemctxError, ValueError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(describe_os_error(exc))
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     from memctx.harness import ALL_SUITES
     from memctx.harness.report import format_terminal_table, load_probes, write_report

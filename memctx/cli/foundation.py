@@ -8,6 +8,7 @@ section comes from here, so re-running the command reproduces it.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from memctx.messages import (
 )
 from memctx.text import Redactor
 from memctx.transcripts import Transcript, load_transcripts
+
+from .options import fail, one_line
 
 __all__ = ["calibrate_tokens", "check_transcripts", "deletion_trials"]
 
@@ -48,7 +51,7 @@ def deletion_trials(messages: Sequence[Any], trials: int, *, seed: int = 0) -> t
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     text_rows = [[str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in text_rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in text_rows)]) for i, h in enumerate(header)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in text_rows]
@@ -71,7 +74,7 @@ def check_transcripts(paths: Sequence[Path], *, trials: int = 50) -> int:
         try:
             loaded = load_transcripts(path)
         except TranscriptError as exc:
-            rows.append((path.name, "-", "-", "-", "-", "-", f"ERROR: {exc}"))
+            rows.append((path.name[:48], "-", "-", "-", "-", "-", f"ERROR: {one_line(str(exc))}"))
             failures += 1
             continue
         for index, transcript in enumerate(loaded):
@@ -112,10 +115,17 @@ def check_transcripts(paths: Sequence[Path], *, trials: int = 50) -> int:
 
 
 def claude_sessions(root: Path) -> list[Transcript]:
-    """The real Claude Code sessions: the ones with a recorded compaction."""
+    """The real Claude Code sessions: the ones with a recorded compaction.
+
+    A file that cannot be loaded is left out, with a warning on stderr naming it and why.
+    """
     sessions = []
     for path in sorted((root / "claude-code").glob("*.jsonl")):
-        transcript = load_transcripts(path)[0]
+        try:
+            transcript = load_transcripts(path)[0]
+        except TranscriptError as exc:
+            print(f"memctx: warning: skipped {one_line(str(exc))}", file=sys.stderr)
+            continue
         if transcript.compaction_boundary is not None and transcript.usage:
             sessions.append(transcript)
     return sessions
@@ -125,8 +135,10 @@ def calibrate_tokens(root: Path, *, models: Sequence[str] | None = None) -> int:
     """Print each counter's error against Claude Code's reported input tokens."""
     sessions = claude_sessions(root)
     if not sessions:
-        print(f"no Claude Code sessions with usage under {root / 'claude-code'}")
-        return 2
+        return fail(
+            f"no Claude Code session with a compaction and usage under {root / 'claude-code'}; "
+            "pass --datasets DIR, a folder holding claude-code/*.jsonl"
+        )
     counters = [TokenCounter()] + [TokenCounter(m) for m in (models or ["claude-sonnet-4-5"])]
     results: list[CounterError] = []
     for counter in counters:

@@ -5,18 +5,31 @@ datasets), ``replay`` (a real transcript through ``MemoryContext``), ``search``
 (memory_search over a store), ``check`` (load transcripts, report pairing and redaction),
 ``calibrate`` (token counters against provider-reported usage) and ``foundation`` (check and
 calibrate over the real datasets). Heavy modules are imported inside each command.
+
+Errors never end in a traceback: bad input (a :class:`~memctx.errors.MemctxError`, a file
+that cannot be read, a bad option value) prints one line, ``memctx: error: <problem>; <fix>``,
+and exits 2; anything else is a bug, reported as ``memctx: internal error`` with exit 1
+(``MEMCTX_DEBUG=1`` shows the traceback). Exit 1 also means a command's check failed
+(violations, the gate, transcripts left broken).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memctx.errors import MemctxError
+
+from .options import OptionError, describe_os_error, existing_dir, fail, parse_set, positive
+
 __all__ = ["main"]
+
+DEBUG_ENV = "MEMCTX_DEBUG"
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
@@ -28,40 +41,43 @@ def _datasets_dir(value: str | None) -> Path:
 def _cmd_check(args: argparse.Namespace) -> int:
     from .foundation import check_transcripts
 
+    positive("--trials", args.trials, zero=True)
     return check_transcripts([Path(p) for p in args.paths], trials=args.trials)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .foundation import calibrate_tokens
 
-    return calibrate_tokens(_datasets_dir(args.datasets), models=args.model)
+    root = _datasets_dir(args.datasets)
+    existing_dir("--datasets", root)
+    return calibrate_tokens(root, models=args.model)
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
     import json
 
-    from memctx.errors import StoreError
     from memctx.retrieval import make_embedder
-    from memctx.store import RawStore, memory_search
+    from memctx.store import RawStore, memory_search, validate_session_id
+    from memctx.transcripts import check_input_file
 
     store_dir = Path(args.store)
+    positive("--limit", args.limit)
     if not (store_dir / "segments.jsonl").exists():
-        print(f"error: no segments.jsonl in {store_dir} (is it a memctx store?)", file=sys.stderr)
-        return 2
-    try:
-        with RawStore(
-            store_dir, embedder=make_embedder(args.embedding), eviction_days=None
-        ) as store:
-            hits = memory_search(
-                store,
-                args.query,
-                args.limit,
-                session_id=args.session,
-                cross_session=args.session is None,
-            )
-    except StoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(
+            f"no segments.jsonl in {store_dir}: it is not a memctx store; pass the folder a "
+            "store was written to (it holds segments.jsonl)"
+        )
+    check_input_file(store_dir / "segments.jsonl", what="store's segments.jsonl")
+    if args.session is not None:
+        validate_session_id(args.session)
+    with RawStore(store_dir, embedder=make_embedder(args.embedding), eviction_days=None) as store:
+        hits = memory_search(
+            store,
+            args.query,
+            args.limit,
+            session_id=args.session,
+            cross_session=args.session is None,
+        )
     print(json.dumps(hits, ensure_ascii=False, indent=2))
     return 0
 
@@ -69,14 +85,16 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     import json
 
-    from memctx.errors import MemctxError
     from memctx.harness import HOOK_STRATEGY, format_replay, replay_transcript
     from memctx.transcripts import load_transcript
 
     reports = []
     try:
-        transcript = load_transcript(Path(args.transcript))
+        positive("--window", args.window)
+        if args.store and Path(args.store).exists() and not Path(args.store).is_dir():
+            raise OptionError(f"--store {args.store} is a file, not a folder; pass a folder")
         overrides = _replay_overrides(args)
+        transcript = load_transcript(Path(args.transcript))
         for window in args.window:
             reports.append(
                 replay_transcript(
@@ -88,9 +106,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                     store_dir=Path(args.store) / f"w{window}" if args.store else None,
                 )
             )
-    except (MemctxError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (MemctxError, ValueError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(describe_os_error(exc))
     if args.json:
         print(json.dumps([r.as_dict() for r in reports], indent=2))
     else:
@@ -103,12 +122,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _replay_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config file's settings (memory context always on), then each ``--set``."""
     from memctx.config import load_config
+    from memctx.transcripts import open_input_file
 
     overrides: dict[str, Any] = {}
     if args.config:
+        with open_input_file(args.config, what="--config file") as handle:
+            handle.read_text()  # a regular UTF-8 file within the cap, or an error naming why
         overrides.update(load_config(args.config).model_dump(by_alias=True))
         overrides["enabled"] = True  # replaying is the opt-in, whatever the file says
-    overrides.update(dict(item.split("=", 1) for item in args.set or []))
+    overrides.update(parse_set(args.set))
     return overrides
 
 
@@ -122,9 +144,10 @@ def _cmd_foundation(args: argparse.Namespace) -> int:
     from .foundation import calibrate_tokens, check_transcripts
 
     root = _datasets_dir(args.datasets)
-    if not root.exists():
-        print(f"error: datasets folder not found: {root} (pass --datasets DIR)", file=sys.stderr)
-        return 2
+    positive("--trials", args.trials, zero=True)
+    if not root.is_dir():
+        what = "is a file, not a folder" if root.exists() else "not found"
+        return fail(f"datasets folder {root} {what}; pass --datasets DIR")
     status = check_transcripts(sorted(_transcript_files(root)), trials=args.trials)
     return status or calibrate_tokens(root, models=["claude-sonnet-4-5"])
 
@@ -241,9 +264,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``memctx`` command; return its exit status (see the module docstring)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        print("memctx: interrupted", file=sys.stderr)
+        return 130
+    except MemctxError as exc:
+        return fail(str(exc))
+    except BrokenPipeError:  # the reader of our output went away (`memctx ... | head`)
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        return fail(describe_os_error(exc))
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        return _internal_error(exc)
+
+
+def _dispatch(argv: list[str]) -> int:
     # gen and report own their options (and --help): hand them the rest of the line as is.
     passthrough = {"gen": _cmd_gen, "report": _cmd_report}
     if argv and argv[0] in passthrough:
@@ -253,6 +297,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.window = [200_000, 64_000]  # eval's default is each scenario's own window
     status: int = args.func(args)
     return status
+
+
+def _internal_error(exc: BaseException) -> int:
+    """A bug, not bad input: say where, not the exception's text (it may quote input)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if f"{os.sep}memctx{os.sep}" in f.filename] or frames
+    where = f" at {Path(ours[-1].filename).name}:{ours[-1].lineno}" if ours else ""
+    print(
+        f"memctx: internal error: {type(exc).__name__}{where}; this is a bug in memctx: "
+        f"re-run with {DEBUG_ENV}=1 to see the traceback and report it",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

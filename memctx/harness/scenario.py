@@ -19,12 +19,22 @@ import gzip
 import hashlib
 import io
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
-from memctx.errors import MemctxError
+from memctx.errors import MemctxError, StoreError
+from memctx.store import validate_session_id
+from memctx.transcripts import (
+    MAX_INPUT_BYTES_ENV,
+    InputFileError,
+    InputLine,
+    iter_lines,
+    open_input_file,
+)
 
 __all__ = [
     "FACT_KINDS",
@@ -44,8 +54,9 @@ FORMATS = ("openai", "anthropic")
 FACT_KINDS = ("decision", "implementation", "config", "issue", "task_state", "architecture")
 
 
-class ScenarioError(MemctxError):
-    """A scenario file or record is malformed (the message names the record and field)."""
+class ScenarioError(MemctxError, ValueError):
+    """A scenario file or record is malformed or unreadable (the message names the file, the
+    record and field, and the fix)."""
 
 
 @dataclass(frozen=True)
@@ -142,14 +153,14 @@ class Scenario:
         obj = _mapping(data, where)
         if obj.get("schema", SCENARIO_SCHEMA) != SCENARIO_SCHEMA:
             raise ScenarioError(
-                f"{where}: schema {obj.get('schema')!r} is not {SCENARIO_SCHEMA}; regenerate "
+                f"{where}: schema {_shown(obj.get('schema'))} is not {SCENARIO_SCHEMA}; regenerate "
                 "the file with `memctx gen`"
             )
         sid = _str(obj, "id", where)
-        where = f"{where} {sid!r}"
+        where = f"{where} {_shown(sid)}"
         fmt = _str(obj, "format", where)
         if fmt not in FORMATS:
-            raise ScenarioError(f"{where}: format {fmt!r} is not one of {FORMATS}")
+            raise ScenarioError(f"{where}: format {_shown(fmt)} is not one of {FORMATS}")
         sessions = tuple(
             _session(s, f"{where} sessions[{i}]")
             for i, s in enumerate(_list(obj, "sessions", where))
@@ -165,10 +176,10 @@ class Scenario:
         )
         window = obj.get("window")
         if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-            raise ScenarioError(f"{where}: window must be a positive int, got {window!r}")
+            raise ScenarioError(f"{where}: window must be a positive int, got {_shown(window)}")
         seed = obj.get("seed", 0)
         if not isinstance(seed, int):
-            raise ScenarioError(f"{where}: seed must be an int, got {seed!r}")
+            raise ScenarioError(f"{where}: seed must be an int, got {_shown(seed)}")
         return cls(
             id=sid,
             suite=_str(obj, "suite", where),
@@ -205,43 +216,98 @@ def dump_scenarios(scenarios: Iterable[Scenario], path: Path) -> str:
 
 
 def content_sha256(path: Path) -> str:
-    """The sha256 of a scenario file's uncompressed content."""
-    return hashlib.sha256(_read_bytes(path)).hexdigest()
-
-
-def load_scenarios(path: Path) -> list[Scenario]:
-    """Read and validate every scenario of a JSONL(.gz) file.
+    """The sha256 of a scenario file's uncompressed content.
 
     Raises:
-        ScenarioError: The file is missing, not JSONL, or a record is invalid; the message
-            names the file, the line and the field.
+        ScenarioError: The file cannot be read (see :func:`load_scenarios`).
     """
-    return list(_iter_scenarios(path))
+    digest = hashlib.sha256()
+    with _scenario_stream(Path(path), None) as (stream, limit):
+        total = 0
+        while chunk := _guarded(path, stream.read, 1 << 20):
+            total += len(chunk)
+            if total > limit:
+                raise ScenarioError(
+                    f"{path}: the scenario file is larger than the input limit ({limit:,} "
+                    f"bytes uncompressed); raise it with {MAX_INPUT_BYTES_ENV}=BYTES (K, M, G "
+                    "suffixes allowed) if the file is really that large"
+                )
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
-def _iter_scenarios(path: Path) -> Iterator[Scenario]:
-    try:
-        text = _read_bytes(path).decode("utf-8")
-    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
-        raise ScenarioError(
-            f"cannot read scenarios from {path}: {exc}; regenerate with `memctx gen`"
-        ) from exc
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+def load_scenarios(path: Path, *, max_bytes: int | None = None) -> list[Scenario]:
+    """Read and validate every scenario of a JSONL(.gz) file.
+
+    The file must be a regular file; it is read line by line, at most ``max_bytes``
+    (``$MEMCTX_MAX_INPUT_BYTES``, 512 MiB by default) of it once decompressed.
+
+    Raises:
+        ScenarioError: The file is missing, not a regular file, too large, not JSONL, or a
+            record is invalid; the message names the file, the line and the field.
+    """
+    path = Path(path)
+    with _scenario_stream(path, max_bytes) as (stream, limit):
+        return list(_iter_scenarios(_lines(path, stream, limit), path))
+
+
+def _iter_scenarios(lines: Iterable[InputLine], path: Path) -> Iterator[Scenario]:
+    for line in lines:
+        if not line.text.strip():
             continue
-        where = f"{path}:{number}"
+        where = f"{path}:{line.number}"
         try:
-            data = json.loads(line)
+            data = json.loads(line.text)
         except json.JSONDecodeError as exc:
             raise ScenarioError(
-                f"{where}: not JSON ({exc.msg}); regenerate with `memctx gen`"
-            ) from exc
+                f"{where}: not JSON ({exc.msg} at column {exc.colno}); regenerate with `memctx gen`"
+            ) from None
+        except (ValueError, RecursionError) as exc:
+            raise ScenarioError(
+                f"{where}: not a scenario ({type(exc).__name__}); regenerate with `memctx gen`"
+            ) from None
         yield Scenario.from_json(data, where)
 
 
-def _read_bytes(path: Path) -> bytes:
-    raw = Path(path).read_bytes()
-    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+@contextmanager
+def _scenario_stream(path: Path, max_bytes: int | None) -> Iterator[tuple[IO[bytes], int]]:
+    """The file's uncompressed bytes (gzip or not) and the size cap."""
+    try:
+        handle = open_input_file(path, what="scenario file", max_bytes=max_bytes)
+    except InputFileError as exc:
+        raise ScenarioError(str(exc)) from None
+    with handle:
+        stream: IO[bytes] = handle.stream
+        gzipped = stream.read(2) == b"\x1f\x8b"
+        stream.seek(0)
+        if gzipped:
+            with gzip.GzipFile(fileobj=stream, mode="rb") as unzipped:
+                yield cast(IO[bytes], unzipped), handle.limit
+        else:
+            yield stream, handle.limit
+
+
+def _guarded(path: Path, read: Callable[[int], bytes], size: int) -> bytes:
+    try:
+        return read(size)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _damaged(path, exc) from None
+
+
+def _damaged(path: Path, exc: BaseException) -> ScenarioError:
+    return ScenarioError(
+        f"cannot read scenarios from {path}: a damaged gzip file ({type(exc).__name__}); "
+        "regenerate it with `memctx gen`"
+    )
+
+
+def _lines(path: Path, stream: IO[bytes], limit: int) -> Iterator[InputLine]:
+    try:
+        yield from iter_lines(stream, source=str(path), limit=limit, what="scenario file")
+    except InputFileError as exc:
+        raise ScenarioError(str(exc)) from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _damaged(path, exc) from None
 
 
 def _probe_json(p: Probe) -> dict[str, Any]:
@@ -265,30 +331,40 @@ def _session(data: Any, where: str) -> Session:
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise ScenarioError(f"{where} messages[{i}]: a message must be an object")
-    return Session(id=_str(obj, "id", where), messages=tuple(dict(m) for m in messages))
+    session_id = _str(obj, "id", where)
+    try:
+        validate_session_id(session_id)  # it names the session in memctx's stores
+    except StoreError:
+        raise ScenarioError(
+            f"{where}: session id {_shown(session_id)} cannot name a memctx session: use "
+            "1-128 characters from A-Z a-z 0-9 . _ : - (not '.' or '..', no slashes or "
+            "spaces); rename it in the scenario file, in the probes' session_id and in the "
+            "evidence that names it"
+        ) from None
+    return Session(id=session_id, messages=tuple(dict(m) for m in messages))
 
 
 def _probe(data: Any, sessions: Mapping[str, Session], where: str) -> Probe:
     obj = _mapping(data, where)
     session_id = _str(obj, "session_id", where)
     if session_id not in sessions:
-        raise ScenarioError(f"{where}: session_id {session_id!r} names no session")
+        raise ScenarioError(f"{where}: session_id {_shown(session_id)} names no session")
     at = obj.get("at")
     size = len(sessions[session_id].messages)
     if not isinstance(at, int) or isinstance(at, bool) or not 0 < at <= size:
-        raise ScenarioError(f"{where}: at must be an int in 1..{size}, got {at!r}")
+        raise ScenarioError(f"{where}: at must be an int in 1..{size}, got {_shown(at)}")
     answers = tuple(_strs(obj.get("answers"), f"{where} answers"))
     if not answers:
         raise ScenarioError(f"{where}: answers is empty; a probe needs one expected answer")
     kind = obj.get("kind", "decision")
     if kind not in FACT_KINDS:
-        raise ScenarioError(f"{where}: kind {kind!r} is not one of {FACT_KINDS}")
+        raise ScenarioError(f"{where}: kind {_shown(kind)} is not one of {FACT_KINDS}")
     evidence = tuple(_strs(obj.get("evidence", []), f"{where} evidence"))
     for ref in evidence:
         sid, _, index = ref.rpartition(":")
         if sid not in sessions or not index.isdigit() or int(index) >= len(sessions[sid].messages):
             raise ScenarioError(
-                f"{where}: evidence {ref!r} names no message (want 'session:index')"
+                f"{where}: evidence {_shown(ref)} names no message (want 'session:index')"
             )
     return Probe(
         id=_str(obj, "id", where),
@@ -302,6 +378,16 @@ def _probe(data: Any, sessions: Mapping[str, Session], where: str) -> Probe:
         kind=kind,
         tags=tuple(_strs(obj.get("tags", []), f"{where} tags")),
     )
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: a short scalar as written, else its type and size."""
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)} items"
+    if isinstance(value, Mapping):
+        return f"an object of {len(value)} keys"
+    text = repr(value)
+    return text if len(text) <= 48 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -320,11 +406,11 @@ def _list(obj: Mapping[str, Any], key: str, where: str) -> Sequence[Any]:
 def _str(obj: Mapping[str, Any], key: str, where: str) -> str:
     value = obj.get(key)
     if not isinstance(value, str) or not value:
-        raise ScenarioError(f"{where}: {key} must be a non-empty string, got {value!r}")
+        raise ScenarioError(f"{where}: {key} must be a non-empty string, got {_shown(value)}")
     return value
 
 
 def _strs(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ScenarioError(f"{where}: expected a list of non-empty strings, got {value!r}")
+        raise ScenarioError(f"{where}: expected a list of non-empty strings, got {_shown(value)}")
     return list(value)

@@ -1,5 +1,6 @@
 """Real agent transcripts as provider-format message lists: Claude Code JSONL, SWE-agent,
-OpenHands, nebius, plain OpenAI/Anthropic JSON(L).
+OpenHands, nebius, plain OpenAI/Anthropic JSON(L); and the bounded reading of every input
+file a user names (regular files only, a size cap, line by line).
 
 May import: the foundations below it (:mod:`memctx.errors`, :mod:`memctx.config`,
 :mod:`memctx.messages`, :mod:`memctx.text`).
@@ -7,6 +8,36 @@ May import: the foundations below it (:mod:`memctx.errors`, :mod:`memctx.config`
 
 from __future__ import annotations
 
+from .files import (
+    DEFAULT_MAX_INPUT_BYTES,
+    MAX_INPUT_BYTES_ENV,
+    InputFile,
+    InputFileError,
+    InputLine,
+    check_input_file,
+    file_kind,
+    iter_lines,
+    max_input_bytes,
+    open_input_file,
+    read_input_bytes,
+)
 from .load import FORMATS, Transcript, Usage, load_transcript, load_transcripts
 
-__all__ = ["FORMATS", "Transcript", "Usage", "load_transcript", "load_transcripts"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "FORMATS",
+    "MAX_INPUT_BYTES_ENV",
+    "InputFile",
+    "InputFileError",
+    "InputLine",
+    "Transcript",
+    "Usage",
+    "check_input_file",
+    "file_kind",
+    "iter_lines",
+    "load_transcript",
+    "load_transcripts",
+    "max_input_bytes",
+    "open_input_file",
+    "read_input_bytes",
+]

@@ -23,13 +23,19 @@ Messages keep only their provider's API fields (``_OPENAI_KEYS``; Anthropic: ``r
 other dropped keys are counted in ``meta["dropped_keys"]``. Bad input raises
 :class:`~memctx.errors.TranscriptError` (naming the file, what was seen and the supported
 formats) and nothing else; unreadable lines or entries are skipped and counted in ``skipped``.
+
+Files are read through :mod:`memctx.transcripts.files`: regular files only (a directory,
+FIFO, socket or device is refused before it is opened for reading), at most
+``$MEMCTX_MAX_INPUT_BYTES`` (512 MiB by default) or ``max_bytes``, JSONL one line at a time.
+Error messages give the path, the line and byte offset and what was expected, never the
+file's text: not a bad line, not a JSON key, not a role or record type read from it.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +44,7 @@ from memctx.errors import TranscriptError
 from memctx.messages import RoleKind, role_kind
 
 from .claude import looks_like_claude_record, parse_claude_code
+from .files import InputFile, InputLine, open_input_file
 
 __all__ = ["FORMATS", "Transcript", "Usage", "load_transcript", "load_transcripts"]
 
@@ -127,12 +134,15 @@ class Transcript:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def load_transcript(path: str | Path, format: str = "auto") -> Transcript:
+def load_transcript(
+    path: str | Path, format: str = "auto", *, max_bytes: int | None = None
+) -> Transcript:
     """Load a file that holds exactly one transcript.
 
     Args:
         path: The transcript file.
         format: ``"auto"`` (detect from content) or one of :data:`FORMATS`.
+        max_bytes: The size cap (see :func:`load_transcripts`).
 
     Returns:
         The transcript.
@@ -140,7 +150,7 @@ def load_transcript(path: str | Path, format: str = "auto") -> Transcript:
     Raises:
         TranscriptError: As :func:`load_transcripts`, or the file holds several transcripts.
     """
-    found = load_transcripts(path, format)
+    found = load_transcripts(path, format, max_bytes=max_bytes)
     if len(found) != 1:
         raise TranscriptError(
             f"{path}: holds {len(found)} {found[0].format} transcripts; "
@@ -149,56 +159,102 @@ def load_transcript(path: str | Path, format: str = "auto") -> Transcript:
     return found[0]
 
 
-def load_transcripts(path: str | Path, format: str = "auto") -> list[Transcript]:
+def load_transcripts(
+    path: str | Path, format: str = "auto", *, max_bytes: int | None = None
+) -> list[Transcript]:
     """Load every transcript a file holds (OpenHands / nebius files hold several).
+
+    Only regular files are read (a directory, FIFO, socket or device is refused), at most
+    ``max_bytes`` of them; JSONL is read line by line. Errors name the file, the line and the
+    byte offset, never the file's content.
 
     Args:
         path: The transcript file.
         format: ``"auto"`` (detect from content) or one of :data:`FORMATS`.
+        max_bytes: The size cap; ``None`` means ``$MEMCTX_MAX_INPUT_BYTES`` or 512 MiB
+            (:func:`~memctx.transcripts.files.max_input_bytes`).
 
     Returns:
         The transcripts in file order; each has at least one message.
 
     Raises:
-        TranscriptError: The file is missing, empty, not UTF-8, not a supported format, not
-            the ``format`` asked for, or holds no message.
+        TranscriptError: The file is missing, not a regular file, over the size cap, empty,
+            not UTF-8, not a supported format, not the ``format`` asked for, or holds no
+            message.
     """
     if format != "auto" and format not in FORMATS:
         raise TranscriptError(f"unknown transcript format {format!r}; {_SUPPORTED}")
     source = str(path)
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TranscriptError(f"{source}: not UTF-8 text ({exc}); {_SUPPORTED}") from exc
-    except OSError as exc:
-        raise TranscriptError(f"{source}: cannot read the file ({exc})") from exc
-    if not text.strip():
-        raise TranscriptError(f"{source}: the file is empty; {_SUPPORTED}")
     plain = format if format in ("openai", "anthropic") else None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        found = _from_jsonl(text, source, exc, plain)
-    else:
-        found = _from_json(doc, source, plain)
+    with open_input_file(path, what="transcript", max_bytes=max_bytes) as handle:
+        found = _read(handle, source, plain)
     if format != "auto" and any(t.format != format for t in found):
         raise TranscriptError(f"{source}: asked for {format} but the content is {found[0].format}")
     for t in found:
         if not t.messages:
             raise TranscriptError(
                 f"{source}: no message found in the {t.format} content "
-                f"(skipped: {dict(t.skipped) or 'nothing'}); {_SUPPORTED}"
+                f"(skipped: {_skip_counts(t.skipped) or 'nothing'}); {_SUPPORTED}"
             )
     return found
 
 
+def _skip_counts(skipped: Mapping[str, int]) -> dict[str, int]:
+    """Skip counts by reason, without the values read from the file (``unknown_role:X``)."""
+    out: Counter[str] = Counter()
+    for reason, count in skipped.items():
+        out[reason.partition(":")[0]] += count
+    return dict(out)
+
+
+def _json_error(exc: BaseException, *, line: bool = True) -> str:
+    """What a JSON parse error says, without quoting the text it failed on."""
+    if isinstance(exc, json.JSONDecodeError):
+        where = f"line {exc.lineno} column {exc.colno}" if line else f"column {exc.colno}"
+        return f"{exc.msg} at {where}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return type(exc).__name__
+
+
+def _read(handle: InputFile, source: str, plain: str | None) -> list[Transcript]:
+    """Whole-file JSON, or JSONL read line by line.
+
+    A file whose first non-blank line is a JSON value on its own is JSONL (or a one-line
+    JSON file); otherwise the whole file is parsed as one JSON document, and only if that
+    fails is it read as JSONL with its bad lines skipped.
+    """
+    lines = (line for line in handle.lines() if line.text.strip())
+    first = next(lines, None)
+    if first is None:
+        raise TranscriptError(f"{source}: the file is empty; {_SUPPORTED}")
+    try:
+        doc = json.loads(first.text)
+    except (ValueError, RecursionError):
+        text = handle.read_text()
+        try:
+            whole = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            del text
+            return _from_jsonl(handle.lines(), source, _json_error(exc), plain)
+        return _from_json(whole, source, plain)
+    second = next(lines, None)
+    if second is None:  # one line: the whole file is that JSON value
+        return _from_json(doc, source, plain)
+    return _from_jsonl(handle.lines(), source, "more than one JSON value", plain)
+
+
 def _describe(value: object) -> str:
+    """The shape of a JSON value, without its keys or values (they are the file's content)."""
     if isinstance(value, Mapping):
-        return f"a JSON object with keys {sorted(map(str, value))[:12]}"
+        return f"a JSON object with {len(value)} keys, none of 'history', 'messages' or 'role'"
     if isinstance(value, list):
         kinds = sorted({type(v).__name__ for v in value})
         if value and isinstance(value[0], Mapping):
-            return f"a JSON list of {len(value)} items, the first with keys {sorted(value[0])[:12]}"
+            return (
+                f"a JSON list of {len(value)} items, the first an object with {len(value[0])} "
+                "keys, none of 'messages', 'trajectory' or 'role'"
+            )
         return f"a JSON list of {len(value)} items ({', '.join(kinds) or 'empty'})"
     return f"a JSON {type(value).__name__}"
 
@@ -234,20 +290,22 @@ def _has_trajectory(doc: object) -> bool:
 
 
 def _from_jsonl(
-    text: str, source: str, whole_error: BaseException, plain: str | None
+    lines: Iterable[InputLine], source: str, whole_error: str, plain: str | None
 ) -> list[Transcript]:
     """Read one JSON value per line; bad lines are skipped and counted."""
     records: list[Any] = []
     skipped: Counter[str] = Counter()
     first_bad = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    for line in lines:
+        if not line.text.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(json.loads(line.text))
         except (ValueError, RecursionError) as exc:
             skipped["invalid_json"] += 1
-            first_bad = first_bad or f"line {number}: {line.strip()[:60]!r}: {exc}"
+            first_bad = first_bad or (
+                f"line {line.number} (byte offset {line.offset}): {_json_error(exc, line=False)}"
+            )
     objects = [r for r in records if isinstance(r, Mapping)]
     if any(looks_like_claude_record(r) for r in objects):
         return [_claude(records, skipped, source)]

@@ -14,6 +14,7 @@ from memctx.harness.report.report import (
     headline_table,
     report_main,
     suite_table,
+    validate_summary,
     write_report,
 )
 
@@ -194,3 +195,53 @@ def test_terminal_checks_compare_full_from_the_records_alone() -> None:
     text = format_terminal_table(run.summary)
     assert "FAIL  full's accuracy on the probes it fits is beaten in long-haul (" in text
     assert "over different probe sets" in text
+
+
+@pytest.mark.parametrize(
+    ("summary", "said"),
+    [
+        ('{"records": []}', "holds no records (its 'records' list is empty)"),
+        ("[{}]", "holds a list, not an object with a 'records' list"),
+        ('{"records": [{}]}', "records[0] has no 'suite' string (it is null)"),
+        ('{"records": [{"suite": "all", "strategy": "x"}]}', "no 'embedding' string"),
+    ],
+)
+def test_report_main_rejects_a_summary_of_the_wrong_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], summary: str, said: str
+) -> None:
+    run_dir = write_run(tmp_path / "run")
+    (run_dir / "summary.json").write_text(summary, encoding="utf-8")
+    assert report_main([str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memctx: error: ") and err.count("\n") == 1
+    assert said in err and "re-run `memctx eval" in err
+    with pytest.raises(RunDirError, match=re.escape(said)):
+        write_report(run_dir)
+    assert not (run_dir / "report.md").exists()
+
+
+def test_validate_summary_accepts_a_real_run_and_names_bad_fields() -> None:
+    run = build_run()
+    assert validate_summary(run.summary, "s.json") is run.summary
+    record = dict(run.summary["records"][0])
+    for key, value, said in [
+        ("recall_accuracy", "high", "'recall_accuracy' is a string, want a number or null"),
+        ("cost_usd", True, "'cost_usd' is a boolean"),
+        ("recall_accuracy_ci", [0.1, "x"], "want a list of two numbers"),
+        ("violation_kinds", {"pairing": "many"}, "want an object of counts"),
+        ("strategy", "", "no 'strategy' string"),
+    ]:
+        bad = {**run.summary, "records": [{**record, key: value}]}
+        with pytest.raises(RunDirError, match=re.escape("s.json: records[0]")) as info:
+            validate_summary(bad, "s.json")
+        assert said in str(info.value)
+    for key, value in [("timing", 3), ("config", [])]:
+        with pytest.raises(RunDirError, match=f"'{key}' is"):
+            validate_summary({**run.summary, key: value}, "s.json")
+
+
+def test_tables_without_pooled_records_are_empty_not_a_crash() -> None:
+    run = build_run()
+    summary = {**run.summary, "records": [r for r in run.summary["records"] if r["suite"] != "all"]}
+    text = format_terminal_table(summary)
+    assert text.splitlines()[0].startswith("strategy") and headline_table(summary).rows == ()

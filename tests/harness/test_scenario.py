@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ def test_errors_name_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_missing_or_corrupt_files_raise_scenario_error(tmp_path: Path) -> None:
-    with pytest.raises(ScenarioError, match="cannot read scenarios"):
+    with pytest.raises(ScenarioError, match="cannot read the scenario file: No such file"):
         load_scenarios(tmp_path / "absent.jsonl.gz")
     broken = tmp_path / "broken.jsonl.gz"
     broken.write_bytes(b"\x1f\x8b" + b"garbage")
@@ -140,5 +141,66 @@ def test_missing_or_corrupt_files_raise_scenario_error(tmp_path: Path) -> None:
         load_scenarios(broken)
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes("é".encode("latin-1"))
-    with pytest.raises(ScenarioError, match="cannot read"):
+    with pytest.raises(
+        ScenarioError, match="not UTF-8 text: invalid byte at line 1, byte offset 0"
+    ):
         load_scenarios(latin)
+
+
+def _renamed(bad: str) -> dict[str, Any]:
+    """The scenario with session ``s1`` renamed to ``bad`` everywhere it is named."""
+    quoted = json.dumps(bad)
+    text = json.dumps(_json()).replace('"s1"', quoted).replace('"s1:', f"{quoted[:-1]}:")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@pytest.mark.parametrize("bad", ["bad id", "a/b", "..", ".", "x" * 129, "tab\there", "é"])
+def test_an_invalid_session_id_is_rejected_with_the_file_scenario_and_fix(
+    tmp_path: Path, bad: str
+) -> None:
+    path = tmp_path / "suite.jsonl"
+    path.write_text(json.dumps(_renamed(bad)) + "\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenarios(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:1 'needle-000' sessions[0]: session id ")
+    assert "cannot name a memctx session" in message and "rename it" in message
+    assert len(message) < 400  # a 129-character id is clipped, not repeated in full
+
+
+def test_valid_session_ids_still_load() -> None:
+    for good in ("s-1", "a.b_c:d", "x" * 128):
+        assert Scenario.from_json(_renamed(good)).sessions[0].id == good
+
+
+def test_long_values_are_clipped_in_messages() -> None:
+    with pytest.raises(ScenarioError) as info:
+        Scenario.from_json(_broken(lambda d: d.update(format="g" * 10_000)))
+    assert len(str(info.value)) < 200 and "10002 characters" in str(info.value)
+    with pytest.raises(ScenarioError, match="got a list of 3 items"):
+        Scenario.from_json(_broken(lambda d: d["probes"][0].update(question=[1, 2, 3])))
+
+
+@pytest.mark.timeout(30)
+def test_scenario_files_that_are_not_regular_files_are_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ScenarioError, match="it is a FIFO"):
+        load_scenarios(fifo)
+    with pytest.raises(ScenarioError, match="it is a directory"):
+        load_scenarios(tmp_path)
+    if Path("/dev/zero").exists():
+        with pytest.raises(ScenarioError, match="character device"):
+            load_scenarios(Path("/dev/zero"))
+        with pytest.raises(ScenarioError, match="character device"):
+            content_sha256(Path("/dev/zero"))
+
+
+def test_a_gzip_bomb_stops_at_the_size_cap(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(gzip.compress(b"\n" * 5_000_000))  # ~5 KB on disk, 5 MB unpacked
+    assert path.stat().st_size < 20_000
+    with pytest.raises(ScenarioError, match=r"input limit.*MEMCTX_MAX_INPUT_BYTES"):
+        load_scenarios(path, max_bytes=1_000_000)
+    assert load_scenarios(path, max_bytes=6_000_000) == []

@@ -15,6 +15,7 @@ from .report import (
     load_summary,
     report_main,
     suite_table,
+    validate_summary,
     write_report,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "report_main",
     "run_checks",
     "suite_table",
+    "validate_summary",
     "write_report",
 ]

@@ -88,13 +88,23 @@ def _bar_labels(ax: Axes, bars: Any, texts: Sequence[str]) -> None:
     ax.bar_label(bars, labels=list(texts), padding=2, fontsize=8)
 
 
-def _recall_vs_tokens(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart:
+def _recall_vs_tokens(
+    summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path
+) -> Chart | None:
+    points = {
+        pair: record
+        for pair, record in _all_records(summary).items()
+        if _num(record.get("recall_accuracy")) is not None
+        and _num(record.get("tokens_per_call")) is not None
+    }
+    if not points:
+        return None
     fig = _figure(9.5, 5)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
     markers = {"-": "o", "hash": "s", "transformer": "^"}
     xmax = 1.0
-    for pair, record in _all_records(summary).items():
+    for pair, record in points.items():
         acc, tokens = _num(record.get("recall_accuracy")), _num(record.get("tokens_per_call"))
         if acc is None or tokens is None:
             continue
@@ -127,9 +137,11 @@ def _recall_vs_tokens(summary: Mapping[str, Any], colours: Mapping[Pair, Any], p
     )
 
 
-def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart:
+def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart | None:
     records = _all_records(summary)
     names = list(records)
+    if not names:
+        return None
     costs = [_num(records[p].get("cost_usd")) or 0.0 for p in names]
     fig = _figure(max(7.5, 1.2 * len(names) + 1.5), 4.8)
     ax = fig.add_subplot()
@@ -167,10 +179,12 @@ def _grouped(
     ax.set_xticks(x, list(groups))
 
 
-def _by_suite(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart:
+def _by_suite(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart | None:
     records = summary.get("records", [])
     index = {(r["suite"], r["strategy"], r["embedding"]): r for r in records}
     names = suites(records)
+    if not names:
+        return None
     series = []
     for pair in pairs(records):
         values = [_num((index.get((s, *pair)) or {}).get("recall_accuracy")) for s in names]
@@ -237,9 +251,11 @@ def _hash_vs_transformer(
     )
 
 
-def _latency(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart:
+def _latency(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart | None:
     records = _all_records(summary)
     names = list(records)
+    if not names:
+        return None
     groups = [_tick(p) for p in names]
     series = [
         ("p50", [_num(records[p].get("hook_p50_ms")) for p in names], "tab:blue"),

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memctx.errors import MemctxError
+from memctx.transcripts import InputFileError, InputLine, check_input_file, open_input_file
+
+from ..schema import RECORD_METRICS
 from .checks import ALL, Check, pair_label, pairs, run_checks, suites
 
 __all__ = [
@@ -29,6 +33,7 @@ __all__ = [
     "load_summary",
     "report_main",
     "suite_table",
+    "validate_summary",
     "write_report",
 ]
 
@@ -36,8 +41,9 @@ RUN_FILES = ("summary.json", "results.jsonl", "trace.jsonl")
 CHARTS_DIR = "charts"
 
 
-class RunDirError(ValueError):
-    """The folder is not a run directory (the message names the missing file)."""
+class RunDirError(MemctxError, ValueError):
+    """The folder is not a run directory, or one of its files is not what ``memctx eval``
+    writes (the message names the file, the line or record, and the fix)."""
 
 
 @dataclass(frozen=True)
@@ -48,53 +54,208 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
+_REWRITE = "re-run `memctx eval --out DIR` to write the run directory again"
+# The fields of a results.jsonl / trace.jsonl row the report reads, and their JSON types.
+_PROBE_FIELDS: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("suite", "scenario", "probe", "strategy", "embedding"), (str,)),
+    **dict.fromkeys(("fit", "correct"), (bool,)),
+}
+_CALL_FIELDS: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("suite", "scenario", "session", "strategy", "embedding"), (str,)),
+    **dict.fromkeys(("call", "history_tokens", "sent_tokens"), (int, float)),
+}
+_WANT = {str: "a string", bool: "a boolean", int: "a number"}
+_LABELS = ("suite", "strategy", "embedding")
+_LISTS = ("recall_accuracy_ci", "evidence_recall_ci")
+_SECTIONS = ("provenance", "config", "timing")
+
+
 def _require(run_dir: Path) -> None:
     if not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is not a run directory: no such folder")
+        what = "it is a file" if run_dir.exists() else "no such folder"
+        raise RunDirError(
+            f"{run_dir} is not a run directory: {what} (pass the folder `memctx eval --out` wrote)"
+        )
     for name in RUN_FILES:
-        if not (run_dir / name).is_file():
+        path = run_dir / name
+        if not path.exists():
             raise RunDirError(
                 f"{run_dir} is not a run directory: {name} is missing "
                 f"(a run directory holds {', '.join(RUN_FILES)}; write one with `memctx eval`)"
             )
+        try:
+            check_input_file(path, what=name)
+        except InputFileError as exc:
+            raise RunDirError(str(exc)) from None
+
+
+def _type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def _is_num(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_record(record: object, where: str) -> None:
+    if not isinstance(record, Mapping):
+        raise RunDirError(f"{where} is {_type(record)}, not an object; {_REWRITE}")
+    for key in _LABELS:
+        if not isinstance(record.get(key), str) or not record[key]:
+            raise RunDirError(
+                f"{where} has no {key!r} string (it is {_type(record.get(key))}); every record "
+                f"names its suite, strategy and embedding; {_REWRITE}"
+            )
+    for key in RECORD_METRICS:
+        value = record.get(key)
+        if value is None:
+            continue
+        if key in _LISTS:
+            ok = isinstance(value, list) and len(value) in (0, 2) and all(map(_is_num, value))
+            want = "a list of two numbers (or [])"
+        elif key == "violation_kinds":
+            ok = isinstance(value, Mapping) and all(map(_is_num, value.values()))
+            want = "an object of counts"
+        else:
+            ok, want = _is_num(value), "a number or null"
+        if not ok:
+            raise RunDirError(f"{where}: {key!r} is {_type(value)}, want {want}; {_REWRITE}")
+
+
+def validate_summary(data: object, source: str) -> dict[str, Any]:
+    """``data`` if it has the shape of a run's ``summary.json``, else a :class:`RunDirError`.
+
+    A summary is an object whose ``records`` list is not empty (``memctx eval`` never writes
+    an empty run: it refuses to start one), each record an object naming its ``suite``,
+    ``strategy`` and ``embedding`` with numbers (or null) for its metrics; ``provenance``,
+    ``config`` and ``timing``, when present, are objects.
+
+    Raises:
+        RunDirError: What is wrong, where (``records[3]``, ``provenance.git``) and the fix.
+    """
+    if not isinstance(data, dict):
+        raise RunDirError(
+            f"{source} is not a run summary: it holds {_type(data)}, not an object with a "
+            f"'records' list; {_REWRITE}"
+        )
+    records = data.get("records")
+    if not isinstance(records, list):
+        raise RunDirError(
+            f"{source} is not a run summary: 'records' is {_type(records)}, not a list; {_REWRITE}"
+        )
+    if not records:
+        raise RunDirError(
+            f"{source} holds no records (its 'records' list is empty), so there is nothing to "
+            f"report; {_REWRITE} (a run with no scenario to play is refused, never written)"
+        )
+    for index, record in enumerate(records):
+        _check_record(record, f"{source}: records[{index}]")
+    for key in _SECTIONS:
+        if data.get(key) is not None and not isinstance(data[key], Mapping):
+            raise RunDirError(f"{source}: {key!r} is {_type(data[key])}, not an object; {_REWRITE}")
+    provenance = data.get("provenance") or {}
+    for key in ("git", "versions", "scenarios"):
+        if provenance.get(key) is not None and not isinstance(provenance[key], Mapping):
+            raise RunDirError(
+                f"{source}: 'provenance.{key}' is {_type(provenance[key])}, not an object; "
+                f"{_REWRITE}"
+            )
+    for suite, info in (provenance.get("scenarios") or {}).items():
+        if not isinstance(info, Mapping):
+            raise RunDirError(
+                f"{source}: 'provenance.scenarios' entry {str(suite)[:40]!r} is {_type(info)}, "
+                f"not an object; {_REWRITE}"
+            )
+    return data
 
 
 def load_summary(run_dir: Path) -> dict[str, Any]:
-    """``run_dir/summary.json``, checked to hold records.
+    """``run_dir/summary.json`` (or ``run_dir`` itself when it is a file), validated.
 
     Raises:
-        RunDirError: The file is missing or is not a summary.
+        RunDirError: The file is missing, not a regular file, too large, not JSON, or not a
+            summary (see :func:`validate_summary`).
     """
-    path = run_dir / "summary.json"
+    run_dir = Path(run_dir)
+    path = run_dir / "summary.json" if run_dir.is_dir() else run_dir
+    if not path.exists():
+        raise RunDirError(f"{run_dir} is not a run directory: summary.json is missing")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunDirError(f"{run_dir} is not a run directory: summary.json is missing") from None
-    except (OSError, ValueError) as exc:
-        raise RunDirError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-        raise RunDirError(f"{path} is not a run summary (no 'records' list)")
-    return data
+        with open_input_file(path, what="summary.json") as handle:
+            text = handle.read_text()
+    except InputFileError as exc:
+        raise RunDirError(str(exc)) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunDirError(
+            f"{path} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); {_REWRITE}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise RunDirError(
+            f"{path} is not a run summary ({type(exc).__name__}); {_REWRITE}"
+        ) from None
+    return validate_summary(data, str(path))
 
 
 def load_probes(run_dir: Path) -> list[dict[str, Any]]:
     """``run_dir/results.jsonl`` (one row per probe), or ``[]`` when the file is absent.
 
     Raises:
-        RunDirError: A line is not JSON (the message names the line).
+        RunDirError: The file is not a regular file, or a line is not a probe row (the
+            message names the line and what is wrong).
     """
     path = run_dir / "results.jsonl"
-    return list(_iter_jsonl(path)) if path.exists() else []
+    return list(_iter_jsonl(path, _PROBE_FIELDS)) if path.exists() else []
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except ValueError as exc:
-                    raise RunDirError(f"{path}:{number}: not JSON ({exc})") from exc
+def _iter_jsonl(path: Path, fields: Mapping[str, tuple[type, ...]]) -> Iterator[dict[str, Any]]:
+    """The rows of a run's JSONL file, each an object with ``fields`` of the right types."""
+    try:
+        with open_input_file(path, what=path.name) as handle:
+            for line in handle.lines():
+                if line.text.strip():
+                    yield _row(line, path, fields)
+    except InputFileError as exc:
+        raise RunDirError(str(exc)) from None
+
+
+def _row(line: InputLine, path: Path, fields: Mapping[str, tuple[type, ...]]) -> dict[str, Any]:
+    where = f"{path}:{line.number}"
+    try:
+        row = json.loads(line.text)
+    except json.JSONDecodeError as exc:
+        raise RunDirError(
+            f"{where}: not JSON ({exc.msg} at column {exc.colno}); {_REWRITE}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise RunDirError(f"{where}: not a row ({type(exc).__name__}); {_REWRITE}") from None
+    if not isinstance(row, dict):
+        raise RunDirError(f"{where}: the row is {_type(row)}, not an object; {_REWRITE}")
+    for key, types in fields.items():
+        value = row.get(key)
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            raise RunDirError(
+                f"{where}: {key!r} is {_type(value)}, want {_WANT[types[0]]}; {_REWRITE}"
+            )
+    events = row.get("events")
+    if events is not None and not (
+        isinstance(events, list) and all(isinstance(e, str) for e in events)
+    ):
+        raise RunDirError(
+            f"{where}: 'events' is {_type(events)}, want a list of strings; {_REWRITE}"
+        )
+    return row
 
 
 # --- formatting ---------------------------------------------------------------------------
@@ -216,7 +377,7 @@ def _scenario_table(summary: Mapping[str, Any]) -> Table:
 
 
 def _text_table(table: Table) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in table.rows)) for i, h in enumerate(table.header)]
+    widths = [max([len(h), *(len(r[i]) for r in table.rows)]) for i, h in enumerate(table.header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(table.header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in table.rows]
@@ -344,8 +505,8 @@ def _charts(run_dir: Path, summary: Mapping[str, Any]) -> tuple[list[Any], str]:
     except ImportError:
         return [], "Charts skipped: matplotlib is not installed (pip install matplotlib)."
     trace = run_dir / "trace.jsonl"
-    key = pick_session(_iter_jsonl(trace))
-    session = session_calls(_iter_jsonl(trace), key) if key else []
+    key = pick_session(_iter_jsonl(trace, _CALL_FIELDS))
+    session = session_calls(_iter_jsonl(trace, _CALL_FIELDS), key) if key else []
     return write_charts(summary, session, run_dir / CHARTS_DIR), "No chart: the run has no data."
 
 
@@ -380,12 +541,24 @@ def report_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a directory written by memctx eval")
     args = parser.parse_args(list(argv))
-    try:
-        written = write_report(Path(args.run_dir))
-    except RunDirError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     run_dir = Path(args.run_dir)
-    print(format_terminal_table(load_summary(run_dir), load_probes(run_dir)))
+    try:
+        written = write_report(run_dir)
+        table = format_terminal_table(load_summary(run_dir), load_probes(run_dir))
+    except RunDirError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(
+            f"cannot write the report into {run_dir}: {exc.strerror or type(exc).__name__} "
+            f"({exc.filename}); make the folder writable or copy the run somewhere that is"
+        )
+    print(table)
     print("\nwrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _fail(message: str) -> int:
+    """Print ``message`` as the command line's one-line error; the exit status 2."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    print(f"memctx: error: {'; '.join(lines)}", file=sys.stderr)
+    return 2
