@@ -7,10 +7,13 @@ May import: the foundations, :mod:`memctx.retrieval`, :mod:`memctx.llm`.
 
 from __future__ import annotations
 
+from .checksum import ChecksumError
+from .files import StoreFileError, resolve_store_dir
 from .knowledge import KNOWLEDGE_FILE, KnowledgeStore
 from .knowledge_rules import Fact, FactType, NewFact, UpdateDecision, UpdateOp, decide_update
 from .memory_files import MemoryChunk, MemoryFiles, MemoryHit
 from .memory_search import MAX_LIMIT, memory_search, search_store
+from .payloads import OUTPUT_DIR, OutputRef, read_output_ref, write_output_ref
 from .raw import (
     LockTimeout,
     NewSegment,
@@ -18,12 +21,14 @@ from .raw import (
     Segment,
     SegmentInfo,
     validate_name,
+    validate_role,
     validate_session_id,
 )
 from .vmem import (
     VMEM_MAGIC,
     VMEM_VERSION,
     append_vmem,
+    bad_vector_rows,
     iter_vmem,
     read_vmem,
     vmem_status,
@@ -33,8 +38,10 @@ from .vmem import (
 __all__ = [
     "KNOWLEDGE_FILE",
     "MAX_LIMIT",
+    "OUTPUT_DIR",
     "VMEM_MAGIC",
     "VMEM_VERSION",
+    "ChecksumError",
     "Fact",
     "FactType",
     "KnowledgeStore",
@@ -44,19 +51,26 @@ __all__ = [
     "MemoryHit",
     "NewFact",
     "NewSegment",
+    "OutputRef",
     "RawStore",
     "Segment",
     "SegmentInfo",
+    "StoreFileError",
     "UpdateDecision",
     "UpdateOp",
     "append_vmem",
+    "bad_vector_rows",
     "decide_update",
     "iter_vmem",
     "memory_search",
+    "read_output_ref",
     "read_vmem",
+    "resolve_store_dir",
     "search_store",
     "validate_name",
+    "validate_role",
     "validate_session_id",
     "vmem_status",
+    "write_output_ref",
     "write_vmem",
 ]

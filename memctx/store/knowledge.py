@@ -21,28 +21,27 @@ it because an extraction LLM may hallucinate the deletion of a valid fact; SUPER
 soft delete (the old fact stays on disk, hidden from search, reachable through
 :meth:`KnowledgeStore.history`).
 
+Each record carries a ``crc`` (:mod:`memctx.store.checksum`; records written before it load
+as they are). A record that fails it changed on disk after it was written: it is counted
+(``checksum_mismatches``), never served, and its fact is withdrawn until a later intact
+version arrives, since the version read last decides a fact's state and that one is unknown.
+The directory is resolved like every store's (:func:`memctx.store.files.resolve_store_dir`),
+and a directory, FIFO or socket in place of ``knowledge.jsonl`` is refused with an error
+that names the fix, without blocking and without touching it.
+
 The types and the rule-based update decision live in :mod:`memctx.store.knowledge_rules`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 
-from filelock import FileLock, Timeout
-
-from memctx.errors import StoreError
 from memctx.retrieval import lucene_idf
-from memctx.text import Redactor, tokenize_unique
+from memctx.text import tokenize_unique
 
+from .knowledge_log import KNOWLEDGE_FILE, KnowledgeLog
 from .knowledge_rules import (
     Fact,
     FactType,
@@ -67,22 +66,16 @@ __all__ = [
 
 logger = logging.getLogger("memctx")
 
-KNOWLEDGE_FILE = "knowledge.jsonl"
-_LOCK_TIMEOUT_S = 30.0
 
 # --- the store ------------------------------------------------------------------------------
 
 
-def _line(fact: Fact) -> bytes:
-    text = json.dumps(fact.to_record(), ensure_ascii=False, separators=(",", ":"))
-    return text.encode() + b"\n"
-
-
-class KnowledgeStore:
+class KnowledgeStore(KnowledgeLog):
     """Facts in ``<store_dir>/knowledge.jsonl`` with keyword search (see the module docstring).
 
     Args:
-        store_dir: Directory of the store; created if missing.
+        store_dir: Directory of the store (:func:`memctx.store.files.resolve_store_dir`);
+            created if missing.
         redactor: Masks secrets in ``content`` and ``context`` before anything is written.
         clock: Epoch seconds for new versions' timestamps (injectable for tests).
 
@@ -91,167 +84,6 @@ class KnowledgeStore:
     Raises:
         StoreError: The directory or the file cannot be created, read or locked.
     """
-
-    def __init__(
-        self,
-        store_dir: str | os.PathLike[str],
-        *,
-        redactor: Redactor | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._dir = Path(store_dir)
-        self._path = self._dir / KNOWLEDGE_FILE
-        self._redactor = redactor if redactor is not None else Redactor()
-        self._clock = clock
-        self._mutex = threading.RLock()
-        self._counters = {"unknown_targets": 0, "compactions": 0}
-        self._reset()
-        try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create knowledge store dir {self._dir}: {exc}") from exc
-        self._file_lock = FileLock(str(self._path) + ".lock", timeout=_LOCK_TIMEOUT_S)
-        with self._locked():
-            pass
-
-    @property
-    def path(self) -> Path:
-        """The ``knowledge.jsonl`` file."""
-        return self._path
-
-    # -- reading the log
-
-    def _reset(self) -> None:
-        self._facts: dict[str, Fact] = {}
-        self._tokens: dict[str, frozenset[str]] = {}
-        self._postings: dict[str, set[str]] = {}
-        self._file_id: tuple[int, int] | None = None
-        self._offset = 0
-        self._lines = 0  # non-empty lines in the file, readable or not
-        self._bad = {"skipped_lines": 0, "torn_lines": 0}  # of the file as read now
-
-    def _put(self, fact: Fact) -> None:
-        for tok in self._tokens.pop(fact.id, frozenset()):
-            self._postings[tok].discard(fact.id)
-            if not self._postings[tok]:
-                del self._postings[tok]
-        toks = frozenset(tokenize_unique(f"{fact.content}\n{fact.context}"))
-        self._tokens[fact.id] = toks
-        for tok in toks:
-            self._postings.setdefault(tok, set()).add(fact.id)
-        self._facts[fact.id] = fact
-
-    def _read_new(self) -> None:
-        """Read what was appended since the last read (caller holds the file lock)."""
-        try:
-            st = os.stat(self._path)
-        except FileNotFoundError:
-            if self._file_id is not None:
-                self._reset()
-            return
-        except OSError as exc:
-            raise StoreError(f"cannot stat {self._path}: {exc}") from exc
-        if (st.st_dev, st.st_ino) != self._file_id or st.st_size < self._offset:
-            self._reset()  # compacted (replaced) or truncated by someone: read it all again
-            self._file_id = (st.st_dev, st.st_ino)
-        if st.st_size == self._offset:
-            return
-        try:
-            with open(self._path, "rb") as fh:
-                fh.seek(self._offset)
-                for raw in fh:  # streaming: never the whole file in memory at once
-                    self._offset += len(raw)
-                    self._ingest(raw)
-        except OSError as exc:
-            raise StoreError(f"cannot read {self._path}: {exc}") from exc
-
-    def _ingest(self, raw: bytes) -> None:
-        if not raw.strip():
-            return
-        self._lines += 1
-        try:
-            self._put(Fact.from_record(json.loads(raw)))
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            self._bad["skipped_lines"] += 1
-            torn = not raw.endswith(b"\n")  # we hold the lock, so no writer is mid-line
-            self._bad["torn_lines"] += torn
-            kind = "torn last" if torn else "unreadable"
-            logger.warning(
-                "%s: skipped %s line at byte %d", self._path, kind, self._offset - len(raw)
-            )
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._mutex:
-            try:
-                self._file_lock.acquire()
-            except (Timeout, OSError) as exc:
-                raise StoreError(f"cannot lock {self._path}.lock: {exc}") from exc
-            try:
-                self._read_new()
-                yield
-            finally:
-                self._file_lock.release()
-
-    def _refresh(self) -> None:
-        """Catch up with other processes; a stat when nothing changed, the lock otherwise."""
-        with self._mutex:
-            try:
-                st = os.stat(self._path)
-                if (st.st_dev, st.st_ino) == self._file_id and st.st_size == self._offset:
-                    return
-            except OSError:
-                pass
-            with self._locked():
-                pass
-
-    def reload(self) -> None:
-        """Forget the in-memory state and replay the whole log."""
-        with self._mutex:
-            self._reset()
-            self._refresh()
-
-    # -- writing
-
-    def _append(self, facts: list[Fact]) -> None:
-        """Append complete lines with one write, then read them back (caller holds the lock)."""
-        data = b"".join(_line(f) for f in facts)
-        try:
-            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data  # end a torn line so it stays a line of its own
-                if os.write(fd, data) != len(data):
-                    raise OSError("short write (disk full?)")
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise StoreError(f"cannot append to {self._path}: {exc}") from exc
-        finally:
-            self._read_new()  # memory mirrors disk, even after a partial write
-        if self._lines - len(self._facts) > len(self._facts):
-            self._compact_locked()
-
-    def _compact_locked(self) -> None:
-        tmp = self._path.with_name(f".{KNOWLEDGE_FILE}.{uuid.uuid4().hex}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                fh.writelines(_line(f) for f in self._facts.values())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self._path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise StoreError(f"cannot compact {self._path}: {exc}") from exc
-        self._counters["compactions"] += 1
-        self._reset()
-        self._read_new()
-
-    def compact(self) -> None:
-        """Rewrite the log with only the latest version of each fact (atomic replace)."""
-        with self._locked():
-            self._compact_locked()
 
     def apply(self, decision: UpdateDecision) -> Fact | None:
         """Carry out one decision; returns the fact written (None for NONE).
@@ -382,8 +214,8 @@ class KnowledgeStore:
             return chain
 
     def stats(self) -> dict[str, int]:
-        """Counts: facts, live, superseded, log lines, dead lines, skipped/torn lines, unknown
-        update targets, compactions."""
+        """Counts: facts, live, superseded, log lines, dead lines, skipped/torn lines, records
+        failing their checksum, unknown update targets, compactions."""
         self._refresh()
         with self._mutex:
             live = sum(f.live for f in self._facts.values())

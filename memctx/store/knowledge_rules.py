@@ -9,29 +9,46 @@ that picks the candidate facts, they see only ASCII letters, digits and CJK as w
 characters (``café`` is the term ``caf``).
 
 1. same normalised text (case, punctuation and spacing ignored) -> NONE;
-2. overlap ``|A & B| / min(|A|, |B|) >= 0.5`` with a shared non-numeric subject term,
-   and either a *polarity* change (a negation such as "not"/"never"/"without"/"未" in one text
-   only) or a *changed value* on both sides (each text has a value absent from the other) ->
-   SUPERSEDE. Values are words with a digit (ports, versions, IPs), paths and dotted names,
-   quoted strings, the right side of ``key=value`` / ``key: value``, and capitalised names
-   that do not open a sentence (``PostgreSQL``, ``Docker``, ``AWS``);
-3. Jaccard ``|A & B| / |A | B| >= 0.9`` -> NONE; ``A`` a strict subset of ``B`` and the new
+2. overlap of the content terms (frame words aside, see below) ``>= 0.5`` of the smaller
+   text, with a shared non-numeric term, the *same subject*, and either a *polarity* change (a
+   negation such as "not"/"never"/"without"/"未" in one text only) or a *changed value* on
+   both sides (each text has a value absent from the other) -> SUPERSEDE. Values are words
+   with a digit (ports, versions, IPs), paths and dotted names, quoted strings, the right side
+   of ``key=value`` / ``key: value``, and capitalised names that do not open a sentence
+   (``PostgreSQL``, ``Docker``, ``AWS``). *Same subject*: the two texts have the same naming
+   words, the terms that are neither a value's nor a frame word, so "auth service listens on
+   port 8001" never supersedes "billing service listens on port 8002" (nor "auth service
+   replica ..."), however alike their shape; and the values differ in one place only, not at
+   the very start (``AuthService runs on node-1`` vs ``BillingService runs on node-2``: two
+   values changed, one of which names the thing). *Frame words* say how a fact is put, never
+   what it is about: verbs of setting, choosing, changing and stating ("set", "switch",
+   "use", "decided"), modals, negations and discourse or time adverbs ("actually", "now"),
+   a fixed list of general English compared by stem, so "Let's set the API port to 8080"
+   and "Actually, switch the API port to 9090" are about the same thing;
+3. a naming word on each side that the other lacks -> ADD (another thing, however alike);
+   Jaccard ``|A & B| / |A | B| >= 0.9`` -> NONE; ``A`` a strict subset of ``B`` and the new
    text longer -> UPDATE (more detail); ``B`` a subset of ``A`` -> NONE (already known);
 4. otherwise ADD.
 
 Limits, by construction of a lexical rule: a replacement phrased with no shared words ("Use
-PostgreSQL instead of MySQL" then "Switched to SQLite for tests") is an ADD; a lower-case value
-outside ``key=value`` (``use postgres`` -> ``use sqlite``) or a capitalised name opening a
-sentence is not seen as a value, so only the subset/duplicate rules apply; word order is
-ignored (``A instead of B`` vs ``B instead of A`` is a duplicate); values written only in CJK
-characters are not detected. The LLM path replaces this rule where an LLM is available.
+PostgreSQL instead of MySQL" then "Switched to SQLite for tests") is an ADD, and so is one
+worded with other naming words ("Heads-up: X is V1 in every environment" then "Small but
+important change: X is V2": both stay live, the newer found first); things told apart only by
+a value ("worker 3 is healthy" vs "worker 5 is healthy") look like one thing whose value
+changed; a lower-case value outside ``key=value`` (``use postgres`` -> ``use sqlite``) or a
+capitalised name opening a sentence is not seen as a value, so only the subset/duplicate rules
+apply; word order is ignored (``A instead of B`` vs ``B instead of A`` is a duplicate); values
+written only in CJK characters are not detected. The LLM path replaces this rule where an LLM
+is available.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -181,21 +198,78 @@ _VALUE_CANDIDATE_RE = re.compile(r"[A-Za-z0-9_](?:[\w./\-]*[\w/])?")
 _QUOTED_RE = re.compile(r"([\"'`])([^\"'`\n]{1,80})\1")
 _KEY_VALUE_RE = re.compile(r"\b[A-Za-z_][\w.\-]*\s*[=:]\s*([^\s,;]+)")
 _SENTENCE_END = frozenset(".!?:;\n")
+# Frame words: verbs of setting, choosing, changing and stating, modals and discourse or time
+# adverbs. They say how a fact is put ("switch X to V", "X is now V", "actually"), never which
+# thing it is about, so they are not naming words (rule 2). General English, compared by stem;
+# adjectives ("new", "old", "current") are left out, as they can name a thing ("the old API").
+_FRAME_WORDS = """
+    set sets setting change changed changes changing switch switched move moved moving migrate
+    migrated replace replaced use used uses using adopt adopted pick picked choose chose chosen
+    decide decided decision agree agreed commit committed committing standardise standardize
+    settle settled prefer preferred go goes going went gone become becomes became turn turned
+    keep keeps kept make makes made update updated revert reverted override overriding
+    overridden correct corrected correction configure configured put stay stays remain remains
+    note noted record said say says confirm confirmed mention mentioned remember know found
+    turns turned apparently basically honestly essentially officially structurally
+    architecturally never without cannot nor none isn aren wasn weren doesn don didn won
+    wouldn shouldn couldn hasn haven hadn
+    should must can could might may shall need needs been being am let s t ll ve re d
+    actually now currently today tomorrow yesterday earlier later previously before after
+    anymore instead again still already yet forward onward onwards henceforth plan planned
+    final finally call heads fyi btw please just also okay well right here over back since
+    until from going
+"""
+_FRAME_STEMS = frozenset(t for w in _FRAME_WORDS.split() for t in tokenize(w) or [w])
 # The duplicate test's normaliser, not a word definition: every run of non-word characters
 # (punctuation, spacing, "_") becomes one space, in any script, so two texts that differ only
 # in case, punctuation or spacing compare equal.
 _NORMALISE_RE = re.compile(r"[\W_]+")
 
 
-def _terms(text: str) -> set[str]:
-    """Word-level terms (see the module docstring): the tokenizer's runs, whole."""
-    out: set[str] = set()
+def _sequence(text: str) -> list[str]:
+    """Word-level terms (see the module docstring) in text order, repeats kept."""
+    out: list[str] = []
     for run in word_runs(text):
         if is_cjk(run):
-            out.update(tokenize(run))  # a CJK run's bigrams
+            out += tokenize(run)  # a CJK run's bigrams
         elif (word := run.lower()) not in STOPWORDS:
-            out.add(word)
+            out.append(word)
     return out
+
+
+def _terms(text: str) -> set[str]:
+    """Word-level terms (see the module docstring): the tokenizer's runs, whole."""
+    return set(_sequence(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_frame(term: str) -> bool:
+    """Whether ``term`` is a frame word (:data:`_FRAME_STEMS`), compared by its stem."""
+    stems = tokenize(term)
+    return bool(stems) and all(s in _FRAME_STEMS for s in stems)
+
+
+def _naming(seq: list[str], value_terms: set[str]) -> set[str]:
+    """The naming words of a text's terms: neither a value's nor a frame word."""
+    return {t for t in seq if t not in value_terms and not _is_frame(t)}
+
+
+def _same_subject(a_seq: list[str], b_seq: list[str], va: set[str], vb: set[str]) -> bool:
+    """Whether two texts are about the same thing (see the module docstring, rule 2).
+
+    ``a_seq`` / ``b_seq`` are the texts' terms in order, ``va`` / ``vb`` the terms of their
+    values.
+    """
+    if _naming(a_seq, va) != _naming(b_seq, vb):
+        return False  # "auth service" vs "billing service", or vs "auth service replica"
+    swaps = 0
+    opcodes = SequenceMatcher(None, a_seq, b_seq, autojunk=False).get_opcodes()
+    for op, i1, i2, j1, j2 in opcodes:
+        if op == "replace" and va.intersection(a_seq[i1:i2]) and vb.intersection(b_seq[j1:j2]):
+            if i1 == 0 and j1 == 0:
+                return False  # the value swapped first names the thing ("AuthService ...")
+            swaps += 1
+    return swaps <= 1  # two values changed: one of them may name the thing
 
 
 def _normalised(text: str) -> str:
@@ -232,19 +306,32 @@ def _relation(old: str, new: str) -> UpdateOp:
     """How ``new`` relates to the existing fact ``old`` (ADD = unrelated)."""
     if _normalised(old) == _normalised(new):
         return "NONE"
-    a, b = _terms(old), _terms(new)
+    a_seq, b_seq = _sequence(old), _sequence(new)
+    a, b = set(a_seq), set(b_seq)
     if not a or not b:
         return "ADD"
+    values_a, values_b = _values(old), _values(new)
+    va = {t for v in values_a for t in _terms(v)}
+    vb = {t for v in values_b for t in _terms(v)}
     shared = a & b
-    if len(shared) / min(len(a), len(b)) >= 0.5 and any(not t.isdigit() for t in shared):
+    # Overlap of content: frame words ("set", "switch", "now") say how, not what.
+    ca, cb = {t for t in a if not _is_frame(t)} or a, {t for t in b if not _is_frame(t)} or b
+    if (
+        len(ca & cb) / min(len(ca), len(cb)) >= 0.5
+        and any(not t.isdigit() for t in shared)
+        and _same_subject(a_seq, b_seq, va, vb)
+    ):
         if _negated(old) != _negated(new):
             return "SUPERSEDE"
         # A value counts as changed only when its tokens are absent from the other text, so
         # "PostgreSQL" vs "postgresql" is not a change.
-        gone = [v for v in _values(old) if not _terms(v) <= b]
-        came = [v for v in _values(new) if not _terms(v) <= a]
+        gone = [v for v in values_a if not _terms(v) <= b]
+        came = [v for v in values_b if not _terms(v) <= a]
         if gone and came:
             return "SUPERSEDE"
+    name_a, name_b = _naming(a_seq, va), _naming(b_seq, vb)
+    if name_a - name_b and name_b - name_a:
+        return "ADD"  # a naming word swapped for another: another thing, however alike
     if len(shared) / len(a | b) >= 0.9:
         return "NONE"
     if a < b and len(new) > len(old):

@@ -27,6 +27,10 @@ and rebuilt from them.
   ``<workspace>/MEMORY.md`` or into ``<workspace>/memory/``; anything else is a
   :class:`~memctx.errors.StoreError`. Indexing applies the same rule, so a symlink pointing
   out of the workspace is never read.
+- **Files only, bounded.** A memory file must be a regular file: a FIFO, socket or device
+  named like one is refused (checked on the descriptor opened with ``O_NONBLOCK``, so opening
+  never blocks and nothing can be swapped in between), and at most :data:`MAX_FILE_BYTES` of
+  one file are read (cut at the last whole line; a warning says so).
 """
 
 from __future__ import annotations
@@ -35,12 +39,11 @@ import datetime as dt
 import hashlib
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,12 +60,23 @@ from memctx.text import (
     tokenize_unique,
 )
 
+from .files import open_regular, os_error, resolve_store_dir
+from .memory_paths import (
+    MAX_FILE_BYTES,
+    MEMORY_DIR,
+    MEMORY_MD,
+    daily_decay,
+    memory_path,
+    read_memory_file,
+)
+
 if TYPE_CHECKING:
     from memctx.retrieval import Embedder
 
 __all__ = [
     "CHUNK_OVERLAP_TOKENS",
     "CHUNK_TOKENS",
+    "MAX_FILE_BYTES",
     "MemoryChunk",
     "MemoryFiles",
     "MemoryHit",
@@ -73,9 +87,6 @@ __all__ = [
 logger = logging.getLogger("memctx")
 
 _RACY_NS = 2_000_000_000
-_DAILY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[-_. ].*)?\.md")
-_MEMORY_MD = "MEMORY.md"
-_MEMORY_DIR = "memory"
 
 
 @dataclass(frozen=True)
@@ -116,7 +127,8 @@ class MemoryFiles:
     """The memory files of one workspace, with hybrid search and guarded reads and appends.
 
     Args:
-        workspace_dir: Directory holding ``MEMORY.md`` and ``memory/`` (need not exist yet).
+        workspace_dir: Directory holding ``MEMORY.md`` and ``memory/`` (need not exist yet;
+            resolved by :func:`memctx.store.files.resolve_store_dir`).
         embedder: Embeds chunks and queries (see :mod:`memctx.retrieval.embeddings`).
         clock: Epoch seconds; sets "today" for decay and for :meth:`append_daily`.
         redactor: Masks secrets in text written by :meth:`append_daily`.
@@ -132,7 +144,7 @@ class MemoryFiles:
         clock: Callable[[], float] = time.time,
         redactor: Redactor | None = None,
     ) -> None:
-        self._root = Path(workspace_dir).resolve()
+        self._root = resolve_store_dir(workspace_dir)
         self._embedder = embedder
         self._clock = clock
         self._redactor = redactor if redactor is not None else Redactor()
@@ -155,37 +167,13 @@ class MemoryFiles:
 
     def _resolve(self, path: str | os.PathLike[str]) -> Path:
         """The real path of an allowed memory file; ``StoreError`` naming the rule otherwise."""
-        raw = os.fspath(path)
-
-        def refuse(why: str) -> StoreError:
-            return StoreError(
-                f"memory path {raw!r} refused: {why}; allowed: {_MEMORY_MD} or "
-                f"{_MEMORY_DIR}/<name>.md, relative to {self._root}"
-            )
-
-        rel = PurePosixPath(raw.replace("\\", "/"))
-        if not raw or "\x00" in raw:
-            raise refuse("empty or contains NUL")
-        if rel.is_absolute() or re.match(r"[A-Za-z]:", raw):
-            raise refuse("absolute paths are not allowed")
-        if ".." in rel.parts:
-            raise refuse("'..' is not allowed")
-        if rel.suffix.lower() != ".md":
-            raise refuse("only .md files")
-        real = (self._root / rel).resolve()
-        memory_dir = self._root / _MEMORY_DIR
-        inside = real == self._root / _MEMORY_MD or (
-            real.is_relative_to(memory_dir) and real != memory_dir
-        )
-        if not inside or real.suffix.lower() != ".md":
-            raise refuse(f"it resolves to {real}, outside the memory files (symlink?)")
-        return real
+        return memory_path(self._root, path)
 
     def _list_files(self) -> dict[str, Path]:
         found: dict[str, Path] = {}
-        candidates = [self._root / _MEMORY_MD]
+        candidates = [self._root / MEMORY_MD]
         # os.walk does not follow directory symlinks: no loops, no trees outside the workspace.
-        for dirpath, dirnames, filenames in os.walk(self._root / _MEMORY_DIR):
+        for dirpath, dirnames, filenames in os.walk(self._root / MEMORY_DIR):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             candidates += [Path(dirpath, f) for f in sorted(filenames) if f.endswith(".md")]
         for cand in candidates:
@@ -257,8 +245,8 @@ class MemoryFiles:
             ):
                 return None
             hashed_at = time.time_ns()
-            data = path.read_bytes()
-        except OSError as exc:  # keep the last good index of a file we cannot read now
+            data = read_memory_file(path)
+        except (OSError, StoreError) as exc:  # keep the last good index of a file we cannot read
             logger.warning("cannot read memory file %s: %s", path, exc)
             return None
         state = _FileState(st.st_mtime_ns, st.st_size, _sha(data), hashed_at)
@@ -270,18 +258,6 @@ class MemoryFiles:
         return rel, state, chunks
 
     # -- search
-
-    def _decay(self, rel: str, half_life_days: float, today: dt.date) -> float:
-        parts = PurePosixPath(rel).parts
-        match = _DAILY_RE.fullmatch(parts[-1]) if len(parts) == 2 else None
-        if parts[0] != _MEMORY_DIR or match is None:
-            return 1.0  # evergreen: MEMORY.md and undated memory files
-        try:
-            day = dt.date.fromisoformat(match.group(1))
-        except ValueError:
-            return 1.0  # "2026-13-40.md" is a name, not a date
-        age = max(0, (today - day).days)
-        return float(0.5 ** (age / half_life_days))
 
     def search(
         self,
@@ -315,7 +291,7 @@ class MemoryFiles:
                 chunk = self._chunks[key]
                 score = vector_weight * max(0.0, sim) + text_weight * text.get(key, 0.0)
                 if half_life_days is not None:
-                    score *= self._decay(chunk.path, half_life_days, today)
+                    score *= daily_decay(chunk.path, half_life_days, today)
                 if score > 0:
                     hits.append(
                         MemoryHit(chunk.path, chunk.start_line, chunk.end_line, chunk.text, score)
@@ -332,19 +308,18 @@ class MemoryFiles:
         is None) of a memory file, joined with ``\\n``; ``""`` past the end or for a missing file.
 
         Raises:
-            StoreError: The path is not an allowed memory file (see the module docstring) or
-                cannot be read.
+            StoreError: The path is not an allowed memory file (see the module docstring),
+                is not a regular file (a FIFO is refused at once, never waited on) or cannot
+                be read. At most :data:`MAX_FILE_BYTES` of the file are read.
             ValueError: ``from_line < 1`` or ``lines < 0``.
         """
         real = self._resolve(path)
         if from_line < 1 or (lines is not None and lines < 0):
             raise ValueError(f"need from_line >= 1 and lines >= 0, got {from_line}, {lines}")
         try:
-            text = real.read_text(encoding="utf-8", errors="replace")
+            text = read_memory_file(real).decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
-        except OSError as exc:
-            raise StoreError(f"cannot read memory file {real}: {exc}") from exc
         stop = None if lines is None else from_line - 1 + lines
         return "\n".join(split_lines(text)[from_line - 1 : stop])
 
@@ -368,14 +343,14 @@ class MemoryFiles:
             day = dt.date.fromtimestamp(self._clock())
         else:
             day = dt.date.fromisoformat(date) if isinstance(date, str) else date
-        rel = f"{_MEMORY_DIR}/{day.isoformat()}.md"
+        rel = f"{MEMORY_DIR}/{day.isoformat()}.md"
         body = self._redactor.redact(text).encode()
         body += b"" if body.endswith(b"\n") else b"\n"
         try:
-            (self._root / _MEMORY_DIR).mkdir(parents=True, exist_ok=True)
+            (self._root / MEMORY_DIR).mkdir(parents=True, exist_ok=True)
             real = self._resolve(rel)  # after mkdir: a symlinked memory/ is seen and refused
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-            fd = os.open(real, flags, 0o644)
+            fd = open_regular(real, flags, 0o644, doing="append to")
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -385,7 +360,7 @@ class MemoryFiles:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise StoreError(f"cannot append to {self._root / rel}: {exc}") from exc
+            raise os_error(self._root / rel, exc, "append to") from exc
         return self._root / rel
 
     def chunks(self) -> list[MemoryChunk]:

@@ -12,12 +12,19 @@ offset      size    field
 16          ...     ``count`` entries: 16-byte UUID (``uuid.UUID.bytes``) + ``dim`` float32
 ==========  ======  ==================================================
 
-The file has no checksum, so the only integrity check is structural: the header must be
-well formed and the file length must equal ``16 + count * (16 + 4 * dim)`` exactly. Every
-failure raises :class:`~memctx.errors.VmemError` naming the file and the mismatch; the raw
-store treats that as "rebuild the vectors from ``segments.jsonl``", which is always possible
-because vectors are a cache of the segments (the seed's cold-start rule: the file only saves
-re-embedding).
+The file has no checksum, so its integrity checks are structural and by value: the header
+must be well formed, the file length must equal ``16 + count * (16 + 4 * dim)`` exactly, and
+every vector must be usable (:func:`bad_vector_rows`: no NaN or infinity, and a norm within
+``[1e-6, 1e6]``: all-zero rows and absurd norms are what a flipped exponent bit or a zeroed
+block leaves; every memctx embedder writes unit vectors). Every failure raises
+:class:`~memctx.errors.VmemError` naming the file and the mismatch (:func:`read_vmem`,
+:func:`iter_vmem`; :func:`vmem_status` returns the same text). The raw store reads with
+:func:`iter_vmem_raw`, which checks the structure only, and sets aside the unusable rows
+itself: one bad value costs one re-embedding, never the file. It treats a structural failure as
+"rebuild the vectors from ``segments.jsonl``", which is always possible because vectors are a
+cache of the segments (the seed's cold-start rule: the file only saves re-embedding). Only a
+regular file is read: a directory, FIFO or socket in its place is a :class:`VmemError` too,
+and opening never blocks. Writers refuse non-finite vectors (``ValueError``).
 
 Crash safety:
 
@@ -36,24 +43,44 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
+import stat
 import struct
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
 
 import numpy as np
 
 from memctx.errors import VmemError
 
+from .files import O_CLOEXEC
+from .vmem_format import (
+    CHUNK_ENTRIES,
+    MAX_NORM,
+    MIN_NORM,
+    U32_MAX,
+    UUID_SIZE,
+    VMEM_HEADER,
+    VMEM_MAGIC,
+    VMEM_VERSION,
+    bad_vector_rows,
+    check_dim,
+    entry_dtype,
+    validate_header,
+    vmem_entry_size,
+)
+from .vmem_read import iter_vmem, iter_vmem_raw, read_vmem, vmem_status
+
 __all__ = [
+    "MAX_NORM",
+    "MIN_NORM",
     "VMEM_HEADER",
     "VMEM_MAGIC",
     "VMEM_VERSION",
     "append_vmem",
+    "bad_vector_rows",
     "iter_vmem",
     "iter_vmem_raw",
     "read_vmem",
@@ -62,68 +89,11 @@ __all__ = [
     "write_vmem",
 ]
 
-VMEM_MAGIC: Final = b"VMEM"
-VMEM_VERSION: Final = 1
-# magic, version, dim, count: 16 bytes, little-endian whatever the host byte order.
-VMEM_HEADER: Final = struct.Struct("<4sIII")
-_UUID_SIZE: Final = 16
-_U32_MAX: Final = 2**32 - 1
-_CHUNK_ENTRIES: Final = 4096  # entries per read: 6 MB at 384 dims
-
-
-def vmem_entry_size(dim: int) -> int:
-    """Bytes per entry: a 16-byte UUID plus ``dim`` float32 values."""
-    return _UUID_SIZE + 4 * dim
-
-
-def _entry_dtype(dim: int) -> np.dtype[np.void]:
-    # One structured record per entry lets numpy parse the whole body in one step; "<f4"
-    # pins little-endian floats so big-endian hosts read the same file correctly.
-    return np.dtype([("id", "u1", (_UUID_SIZE,)), ("vec", "<f4", (dim,))])
-
-
-def _check_dim(dim: int) -> None:
-    if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= _U32_MAX:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
-
-
-def _validate(path: Path, header: bytes, file_len: int, dim: int) -> int:
-    """Check a header and the file length; return the entry count or raise VmemError."""
-    if len(header) < VMEM_HEADER.size:
-        raise VmemError(
-            f"{path}: truncated header: the file has {file_len} bytes, a VMEM header needs "
-            f"{VMEM_HEADER.size}"
-        )
-    magic, version, file_dim, count = VMEM_HEADER.unpack_from(header)
-    if magic != VMEM_MAGIC:
-        raise VmemError(f"{path}: wrong magic {magic!r}, expected {VMEM_MAGIC!r}: not a VMEM file")
-    if version != VMEM_VERSION:
-        raise VmemError(
-            f"{path}: unsupported VMEM version {version}, this reader knows version {VMEM_VERSION}"
-        )
-    if file_dim != dim:
-        raise VmemError(
-            f"{path}: dimension mismatch: the file holds {file_dim}-dim vectors, expected {dim} "
-            "(was the embedding model changed?)"
-        )
-    entry = vmem_entry_size(dim)
-    expected = VMEM_HEADER.size + count * entry
-    if file_len != expected:
-        body = file_len - VMEM_HEADER.size
-        whole, rest = divmod(body, entry)
-        kind = "file too short" if file_len < expected else "extra bytes after the last entry"
-        raise VmemError(
-            f"{path}: {kind}: the header says {count} entries ({expected} bytes in all) but the "
-            f"file has {file_len} bytes ({whole} whole entries + {rest} bytes); an interrupted "
-            "write or append"
-        )
-    return int(count)
-
 
 def _id_bytes(ids: Sequence[uuid.UUID] | bytes) -> bytes:
     """The 16-byte forms of ``ids`` concatenated (``ids`` may already be that)."""
     if isinstance(ids, bytes):
-        if len(ids) % _UUID_SIZE:
+        if len(ids) % UUID_SIZE:
             raise ValueError(f"raw ids must be 16 bytes each, got {len(ids)} bytes")
         return ids
     if not all(isinstance(i, uuid.UUID) for i in ids):
@@ -135,18 +105,21 @@ def _as_matrix(raw_ids: bytes, vectors: np.ndarray) -> np.ndarray:
     """Validate arguments and return the vectors as a C-contiguous little-endian matrix."""
     if vectors.ndim != 2:
         raise ValueError(f"vectors must be a 2-D (n, dim) array, got shape {vectors.shape}")
-    if len(raw_ids) // _UUID_SIZE != vectors.shape[0]:
-        raise ValueError(f"{len(raw_ids) // _UUID_SIZE} ids for {vectors.shape[0]} vectors")
-    _check_dim(int(vectors.shape[1]))
-    return np.ascontiguousarray(vectors, dtype="<f4")
+    if len(raw_ids) // UUID_SIZE != vectors.shape[0]:
+        raise ValueError(f"{len(raw_ids) // UUID_SIZE} ids for {vectors.shape[0]} vectors")
+    check_dim(int(vectors.shape[1]))
+    matrix = np.ascontiguousarray(vectors, dtype="<f4")
+    if not np.isfinite(matrix).all():
+        raise ValueError("vectors must be finite (no NaN or infinity): they would damage the file")
+    return matrix
 
 
 def _entry_chunks(raw_ids: bytes, matrix: np.ndarray) -> Iterator[bytes]:
-    """The entries as bytes, at most :data:`_CHUNK_ENTRIES` at a time (memory stays flat)."""
-    dtype = _entry_dtype(matrix.shape[1])
-    ids = np.frombuffer(raw_ids, dtype=np.uint8).reshape(-1, _UUID_SIZE)
-    for start in range(0, len(matrix), _CHUNK_ENTRIES):
-        stop = min(start + _CHUNK_ENTRIES, len(matrix))
+    """The entries as bytes, at most :data:`CHUNK_ENTRIES` at a time (memory stays flat)."""
+    dtype = entry_dtype(matrix.shape[1])
+    ids = np.frombuffer(raw_ids, dtype=np.uint8).reshape(-1, UUID_SIZE)
+    for start in range(0, len(matrix), CHUNK_ENTRIES):
+        stop = min(start + CHUNK_ENTRIES, len(matrix))
         records = np.empty(stop - start, dtype=dtype)
         records["id"] = ids[start:stop]
         records["vec"] = matrix[start:stop]
@@ -188,8 +161,8 @@ def write_vmem(path: Path | str, ids: Sequence[uuid.UUID] | bytes, vectors: np.n
     path = Path(path)
     raw_ids = _id_bytes(ids)
     matrix = _as_matrix(raw_ids, vectors)
-    if len(matrix) > _U32_MAX:
-        raise ValueError(f"a VMEM file holds at most {_U32_MAX} entries")
+    if len(matrix) > U32_MAX:
+        raise ValueError(f"a VMEM file holds at most {U32_MAX} entries")
     header = VMEM_HEADER.pack(VMEM_MAGIC, VMEM_VERSION, matrix.shape[1], len(matrix))
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -242,18 +215,23 @@ def append_vmem(
     dim = int(matrix.shape[1])
     try:
         # Plain descriptor calls: an append is a hot path (every archived message).
-        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO in its place is refused below, never waited on (it changes
+        # nothing for a regular file).
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | O_CLOEXEC)
     except FileNotFoundError:
         write_vmem(path, raw_ids, matrix)
         return
     try:
-        size = os.fstat(fd).st_size
-        count = _validate(path, os.pread(fd, VMEM_HEADER.size, 0), size, dim)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise VmemError(f"{path}: not a regular file; move it away (the store rebuilds it)")
+        size = st.st_size
+        count = validate_header(path, os.pread(fd, VMEM_HEADER.size, 0), size, dim)
         if not len(matrix):
             return
         new_count = count + len(matrix)
-        if new_count > _U32_MAX:
-            raise ValueError(f"a VMEM file holds at most {_U32_MAX} entries")
+        if new_count > U32_MAX:
+            raise ValueError(f"a VMEM file holds at most {U32_MAX} entries")
         for chunk in _entry_chunks(raw_ids, matrix):
             _pwrite_all(fd, chunk, size)
             size += len(chunk)
@@ -265,153 +243,3 @@ def append_vmem(
             os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _open_checked(path: Path, dim: int) -> tuple[io.BufferedReader, int]:
-    """Open a VMEM file positioned at its first entry, after checking it; return the count."""
-    _check_dim(dim)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - the callers close it
-    except OSError as exc:
-        raise VmemError(f"{path}: cannot read the vector file: {exc}") from exc
-    try:
-        header = handle.read(VMEM_HEADER.size)
-        count = _validate(path, header, os.fstat(handle.fileno()).st_size, dim)
-    except OSError as exc:
-        handle.close()
-        raise VmemError(f"{path}: cannot read the vector file: {exc}") from exc
-    except VmemError:
-        handle.close()
-        raise
-    return handle, count
-
-
-def _raw_chunks(
-    handle: io.BufferedReader, path: Path, dim: int, count: int, chunk: int
-) -> Iterator[tuple[bytes, np.ndarray]]:
-    """The entries after the header, ``chunk`` at a time, read into one reused buffer:
-    their ids as 16-byte forms concatenated, and their vectors."""
-    dtype = _entry_dtype(dim)
-    buffer = np.empty(max(1, min(chunk, count)), dtype=dtype)
-    done = 0
-    while done < count:
-        n = min(chunk, count - done)
-        try:
-            got = handle.readinto(buffer[:n].data.cast("B"))
-        except OSError as exc:
-            raise VmemError(f"{path}: cannot read the vector file: {exc}") from exc
-        if got != n * dtype.itemsize:
-            raise VmemError(f"{path}: file too short: it shrank while being read")
-        # Always a copy: the buffer is reused for the next chunk (ascontiguousarray would
-        # hand out a view of it for a one-row chunk), and a contiguous native matrix.
-        yield buffer["id"][:n].tobytes(), buffer["vec"][:n].astype(np.float32, order="C", copy=True)
-        done += n
-
-
-def _chunks(
-    handle: io.BufferedReader, path: Path, dim: int, count: int, chunk: int
-) -> Iterator[tuple[list[uuid.UUID], np.ndarray]]:
-    """:func:`_raw_chunks` with the ids as UUIDs."""
-    for raw_ids, matrix in _raw_chunks(handle, path, dim, count, chunk):
-        ids = [
-            uuid.UUID(bytes=raw_ids[i : i + _UUID_SIZE]) for i in range(0, len(raw_ids), _UUID_SIZE)
-        ]
-        yield ids, matrix
-
-
-def iter_vmem_raw(
-    path: Path | str, dim: int, chunk: int = _CHUNK_ENTRIES
-) -> Iterator[tuple[bytes, np.ndarray]]:
-    """:func:`iter_vmem` with each chunk's ids as their 16-byte forms concatenated: a
-    reader that matches ids as bytes skips building 20,000 ``uuid.UUID`` objects.
-
-    Raises:
-        VmemError: As :func:`iter_vmem`.
-        ValueError: ``chunk`` is not positive.
-    """
-    if chunk < 1:
-        raise ValueError(f"chunk must be positive, got {chunk}")
-    path = Path(path)
-    handle, count = _open_checked(path, dim)
-    with handle:
-        yield from _raw_chunks(handle, path, dim, count, chunk)
-
-
-def iter_vmem(
-    path: Path | str, dim: int, chunk: int = _CHUNK_ENTRIES
-) -> Iterator[tuple[list[uuid.UUID], np.ndarray]]:
-    """Stream a whole VMEM v1 file, ``chunk`` entries at a time, after checking it.
-
-    Memory stays at one chunk (4,096 entries of 384 dims are 6 MB) whatever the file size,
-    so a caller can move the vectors where they belong without holding the file twice.
-
-    Yields:
-        ``(ids, matrix)`` per chunk: UUIDs in file order and a C-contiguous native float32
-        ``(len(ids), dim)`` matrix of its own.
-
-    Raises:
-        VmemError: As :func:`read_vmem` (raised before the first chunk), or the file shrank
-            while it was read.
-        ValueError: ``chunk`` is not positive.
-    """
-    if chunk < 1:
-        raise ValueError(f"chunk must be positive, got {chunk}")
-    path = Path(path)
-    handle, count = _open_checked(path, dim)
-    with handle:
-        yield from _chunks(handle, path, dim, count, chunk)
-
-
-def read_vmem(path: Path | str, dim: int) -> tuple[list[uuid.UUID], np.ndarray]:
-    """Read a whole VMEM v1 file.
-
-    The entries are read a chunk at a time straight into the result, so reading needs the
-    result's memory plus one chunk, not a second copy of the whole file.
-
-    Args:
-        path: The VMEM file.
-        dim: The dimension the caller's embedder produces; the file must match it.
-
-    Returns:
-        The ids in file order and a C-contiguous ``(count, dim)`` float32 matrix (a private
-        copy the caller may modify).
-
-    Raises:
-        VmemError: The file is missing or unreadable, or has a truncated header, wrong magic,
-            unsupported version, another dimension, or a length that disagrees with its count.
-    """
-    path = Path(path)
-    handle, count = _open_checked(path, dim)
-    ids: list[uuid.UUID] = []
-    matrix = np.empty((count, dim), dtype=np.float32)
-    with handle:
-        for chunk_ids, chunk in _chunks(handle, path, dim, count, _CHUNK_ENTRIES):
-            matrix[len(ids) : len(ids) + len(chunk_ids)] = chunk
-            ids += chunk_ids
-    return ids, matrix
-
-
-def vmem_status(path: Path | str, dim: int) -> str | None:
-    """Describe what is wrong with a VMEM file without reading its entries.
-
-    Args:
-        path: The VMEM file.
-        dim: The expected dimension.
-
-    Returns:
-        ``None`` when the header is valid and the length matches the count, else the reason
-        (the same text :func:`read_vmem` would raise), including a missing file.
-    """
-    path = Path(path)
-    _check_dim(dim)
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(VMEM_HEADER.size)
-            size = os.fstat(handle.fileno()).st_size
-    except OSError as exc:
-        return f"{path}: cannot read the vector file: {exc}"
-    try:
-        _validate(path, header, size, dim)
-    except VmemError as exc:
-        return str(exc)
-    return None

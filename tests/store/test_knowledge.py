@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import random
 import string
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,6 +79,8 @@ def test_add_writes_the_design_record(store: KnowledgeStore) -> None:
     assert fact.type is FactType.DECISION and fact.live
     assert store.live_facts() == [fact]
     (rec,) = records(store)
+    crc = rec.pop("crc")  # the record's checksum, its last member (memctx.store.checksum)
+    assert isinstance(crc, str) and len(crc) == 8 and int(crc, 16) >= 0
     assert rec == {
         "id": fact.id,
         "type": "decision",
@@ -423,3 +427,200 @@ def test_ingest_applies_the_decision(store: KnowledgeStore) -> None:
     again, nothing = store.ingest(NewFact(FactType.CONFIG, "server port is 8080"))
     assert again.op == "NONE" and nothing is None
     assert [f.id for f in store.history(fact.id)] == [first.id, fact.id]
+
+
+# --- changed records: checksums ------------------------------------------------------------
+
+
+def _flip_in(path: Path, needle: bytes, offset: int, bit: int, occurrence: int = 0) -> None:
+    data = bytearray(path.read_bytes())
+    at = -1
+    for _ in range(occurrence + 1):
+        at = data.index(needle, at + 1)
+    data[at + offset] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def test_a_changed_record_is_never_served_and_is_counted(tmp_path: Path) -> None:
+    store = KnowledgeStore(tmp_path, clock=ticking_clock())
+    port = add(store, "API listens on port 8000", "config")
+    keep = add(store, "Use Redis for the session cache")
+    _flip_in(store.path, b"port 8000", 5, 0)  # "8000" -> "9000": valid JSON, one bit
+    assert "port 9000" in store.path.read_text()
+    again = KnowledgeStore(tmp_path)
+    assert again.live_facts() == [keep] and again.get(port.id) is None
+    assert not again.search("API port 9000") and not again.search("API port 8000")
+    stats = again.stats()
+    assert stats["checksum_mismatches"] == 1 and stats["skipped_lines"] == 0
+
+
+def test_a_changed_latest_version_withdraws_the_fact(tmp_path: Path) -> None:
+    # The version read last decides a fact's state: if it fails, the earlier one (here the
+    # live, not yet superseded version) must not come back as if nothing had happened.
+    store = KnowledgeStore(tmp_path, clock=ticking_clock())
+    old = add(store, "Server port is 3000", "config")
+    new = store.apply(
+        UpdateDecision("SUPERSEDE", NewFact(FactType.CONFIG, "Server port is 8080"), old.id)
+    )
+    assert new is not None
+    _flip_in(store.path, b'"supersededBy"', 3, 1)  # "supersededBy" -> "suqersededBy"
+    again = KnowledgeStore(tmp_path)
+    assert again.get(old.id) is None  # withdrawn, not served as live
+    assert [f.id for f in again.live_facts()] == [new.id]
+    assert again.stats()["checksum_mismatches"] == 1
+
+
+def test_no_single_bit_flip_of_a_record_is_served_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KnowledgeStore(tmp_path, clock=ticking_clock())
+    fact = add(store, "Use uv", "decision", context="ci")
+    line = store.path.read_bytes()
+    changed = 0
+    reader = KnowledgeStore(tmp_path)
+    monkeypatch.setattr(logging.getLogger("memctx"), "disabled", True)  # a warning per flip
+    for pos in range(len(line) - 1):  # the newline aside
+        for bit in range(8):
+            data = bytearray(line)
+            data[pos] ^= 1 << bit
+            store.path.write_bytes(bytes(data))
+            reader.reload()
+            got = reader.live_facts()
+            assert got in ([], [fact]), (pos, bit, got)
+            changed += got == []
+    assert changed > 8 * (len(line) - 40)  # nearly every flip is caught
+
+
+def test_records_without_a_checksum_still_load(tmp_path: Path) -> None:
+    store = KnowledgeStore(tmp_path, clock=ticking_clock())
+    facts = [add(store, "Use PostgreSQL"), add(store, "Deploy with Docker", "config")]
+    legacy = []
+    for rec in records(store):
+        del rec["crc"]  # written before checksums existed
+        legacy.append(json.dumps(rec))
+    store.path.write_text("\n".join(legacy) + "\n")
+    again = KnowledgeStore(tmp_path)
+    assert again.live_facts() == facts and again.stats()["checksum_mismatches"] == 0
+    again.compact()  # a compaction seals them
+    assert all("crc" in rec for rec in records(again))
+    assert KnowledgeStore(tmp_path).live_facts() == facts
+
+
+# --- distinct facts never supersede each other --------------------------------------------
+
+_COMPONENTS = (
+    "auth billing search payments inventory notifications reporting gateway scheduler "
+    "ledger checkout catalog shipping pricing analytics profile session upload export import "
+    "audit webhook mailer thumbnail geocoder recommender fraud loyalty invoice refund"
+).split()
+_KINDS = (
+    "service worker cache queue database api job cron proxy bucket index cluster pipeline "
+    "consumer producer replica gateway daemon sidecar endpoint"
+).split()
+_TECH = ("Redis", "PostgreSQL", "Kafka", "RabbitMQ", "MySQL", "SQLite", "Memcached", "NATS")
+_SHAPES: tuple[Callable[[random.Random, str, str], str], ...] = (
+    lambda r, c, k: f"{c} {k} listens on port {r.randint(1024, 65000)}",
+    lambda r, c, k: f"The {c} {k} uses {r.choice(_TECH)} {r.randint(2, 16)}",
+    lambda r, c, k: f"{c.title()}{k.title()} runs on host node-{r.randint(1, 99)}",
+    lambda r, c, k: f"Set the {c} {k} timeout to {r.randint(1, 600)} seconds",
+    lambda r, c, k: f"{c} {k}: config lives in config/{c}_{k}.yaml",
+    lambda r, c, k: f"For the {c} {k}, retries = {r.randint(1, 9)}",
+    lambda r, c, k: f"The {c} {k} is not deployed to staging yet",
+    lambda r, c, k: f"Use {r.choice(_TECH)} for the {c} {k}",
+    lambda r, c, k: f"{c} {k} memory limit is {r.randint(1, 64)} GB",
+    lambda r, c, k: f"The {c} {k} logs go to /var/log/{c}/{k}.log",
+)
+
+
+def distinct_facts(n: int = 600, seed: int = 11) -> list[str]:
+    """``n`` facts about ``n`` different things (each component + kind once), in varied
+    shapes; many share a shape and differ only in what they are about and in their value."""
+    rng = random.Random(seed)
+    subjects = [(c, k) for c in _COMPONENTS for k in _KINDS]
+    rng.shuffle(subjects)
+    return [rng.choice(_SHAPES)(rng, c, k) for c, k in subjects[:n]]
+
+
+def test_600_distinct_facts_stay_600_live(tmp_path: Path) -> None:
+    store = KnowledgeStore(tmp_path, clock=ticking_clock())
+    facts = distinct_facts()
+    assert len(set(facts)) == 600
+    ops = [store.ingest(NewFact(FactType.CONFIG, text))[0].op for text in facts]
+    assert ops == ["ADD"] * 600
+    assert len(store.live_facts()) == 600 and store.stats()["superseded"] == 0
+
+
+def test_facts_sharing_a_shape_are_not_about_the_same_thing(store: KnowledgeStore) -> None:
+    for text in (
+        "auth service listens on port 8001",
+        "billing service listens on port 8002",
+        "search service listens on port 8003",
+        "AuthService runs on host node-1",
+        "BillingService runs on host node-2",
+    ):
+        assert store.ingest(NewFact(FactType.CONFIG, text))[0].op == "ADD", text
+    assert len(store.live_facts()) == 5
+
+
+@pytest.mark.parametrize(
+    ("kind", "old", "new"),
+    [
+        ("config", "auth service listens on port 8001", "auth service listens on port 9001"),
+        ("decision", "use PostgreSQL for the db", "use SQLite for the db"),
+        ("config", "The API server runs on port 8080", "The API server now runs on port 9090"),
+        ("config", "Let's set the API port to 8080.", "Actually, switch the API port to 9090."),
+        ("config", "AuthService runs on host node-1", "AuthService runs on host node-7"),
+        ("config", "For the auth cache, retries = 3", "For the auth cache, retries = 5"),
+        ("issue", "auth service is not deployed", "auth service is deployed"),
+        ("decision", "Python 3.11 is required for CI", "Python 3.12 is required for CI"),
+    ],
+)
+def test_same_subject_with_a_changed_value_still_supersedes(
+    store: KnowledgeStore, kind: str, old: str, new: str
+) -> None:
+    first = add(store, old, kind)
+    decision, fact = store.ingest(NewFact(FactType(kind), new))
+    assert (decision.op, decision.target_id) == ("SUPERSEDE", first.id)
+    assert fact is not None and store.live_facts() == [fact]
+
+
+# --- something else in place of knowledge.jsonl ----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_something_else_in_place_of_the_log_is_a_store_error(tmp_path: Path, kind: str) -> None:
+    store = KnowledgeStore(tmp_path, clock=ticking_clock())
+    fact = add(store, "Use PostgreSQL")
+    log = store.path
+    log.rename(tmp_path / "moved.jsonl")
+    if kind == "directory":
+        log.mkdir()
+    else:
+        os.mkfifo(log)
+    errors: list[str] = []
+
+    def attempt(action: Callable[[], object]) -> None:
+        done = threading.Event()
+        result: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                action()
+            except BaseException as exc:
+                result.append(exc)
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert done.wait(10), "blocked"  # a FIFO must never be waited on
+        assert result and isinstance(result[0], StoreError), result
+        errors.append(str(result[0]))
+
+    attempt(lambda: KnowledgeStore(tmp_path))
+    attempt(lambda: store.live_facts() if store.reload() is None else None)
+    attempt(lambda: add(store, "Use SQLite"))
+    for message in errors:
+        assert str(log) in message and "move it away" in message, message
+    assert (log.is_dir() and not any(log.iterdir())) if kind == "directory" else log.exists()
+    log.rmdir() if kind == "directory" else log.unlink()
+    (tmp_path / "moved.jsonl").rename(log)
+    assert KnowledgeStore(tmp_path).live_facts() == [fact]  # nothing lost

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
+import os
 import random
+import stat
 import string
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +22,7 @@ from memctx.retrieval.embeddings import HashEmbedder
 from memctx.store.memory_files import (
     CHUNK_OVERLAP_TOKENS,
     CHUNK_TOKENS,
+    MAX_FILE_BYTES,
     MemoryFiles,
     chunk_lines,
     split_lines,
@@ -280,3 +285,70 @@ def test_append_daily_refuses_a_memory_dir_pointing_out(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="outside the memory files"):
         mem.append_daily("note")
     assert list(elsewhere.iterdir()) == []
+
+
+# -- files only, bounded -----------------------------------------------------------------------
+
+
+def _within(seconds: float, work: Callable[[], object], fifo: Path) -> object:
+    """``work()`` in a thread; fail if it blocks (then release the FIFO so it can end)."""
+    out: list[object] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            out.append(work())
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        raise AssertionError(f"blocked on {fifo}")
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+def test_memory_get_on_a_named_pipe_never_blocks(mem: MemoryFiles) -> None:
+    fifo = mem.workspace_dir / "memory" / "pipe.md"
+    os.mkfifo(fifo)
+    (mem.workspace_dir / "memory" / "notes.md").write_text("the deploy uses blue/green\n")
+    with pytest.raises(StoreError) as info:
+        _within(10, lambda: mem.memory_get("memory/pipe.md"), fifo)
+    message = str(info.value)
+    assert str(fifo) in message and "named pipe" in message and "move it away" in message
+    # Indexing and searching skip it too, and still find the regular file.
+    hits = _within(10, lambda: mem.search("blue/green deploy"), fifo)
+    assert isinstance(hits, list) and [h.path for h in hits] == ["memory/notes.md"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # left as it was
+
+
+def test_a_fifo_swapped_in_after_listing_is_refused(
+    mem: MemoryFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file is listed as regular, then replaced by a FIFO before it is read: the check is
+    # on the descriptor opened, so nothing blocks.
+    path = mem.workspace_dir / "memory" / "swap.md"
+    path.write_text("first version\n")
+    assert mem.sync() == 1
+    path.unlink()
+    os.mkfifo(path)
+    monkeypatch.setattr(Path, "is_file", lambda self: True)
+    assert _within(10, mem.sync, path) == 0  # kept the last good index, said why
+    assert [c.text for c in mem.chunks() if c.path == "memory/swap.md"] == ["first version"]
+
+
+def test_one_memory_file_is_read_up_to_the_cap(mem: MemoryFiles) -> None:
+    line = "x" * 99 + "\n"
+    count = MAX_FILE_BYTES // len(line) + 500  # over the cap
+    (mem.workspace_dir / "MEMORY.md").write_text(line * count)
+    text = mem.memory_get("MEMORY.md")
+    lines = text.split("\n")
+    assert len(lines) == MAX_FILE_BYTES // len(line)  # whole lines only, up to the cap
+    assert all(x == "x" * 99 for x in lines)
+    mem.sync()
+    assert max(c.end_line for c in mem.chunks()) <= MAX_FILE_BYTES // len(line)

@@ -12,9 +12,12 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,16 +26,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-import memctx.store.raw.store as raw_store_module
 import memctx.store.raw.vectors as vectors_module
 from memctx.errors import StoreError
 from memctx.retrieval.embeddings import HashEmbedder
+from memctx.store.files import problem_and_fix
 from memctx.store.raw.io import decode_record
 from memctx.store.raw.store import RawStore
 from memctx.store.vmem import read_vmem
 from memctx.text.keywords import tokenize
 
 WRITER = Path(__file__).resolve().parents[1] / "helpers" / "raw_store_writer.py"
+# What the message of a failed write tells the user to do, by errno (memctx.store.files).
+FIXES = {
+    errno.ENOSPC: "free some space or move the store to a larger disk",
+    errno.EACCES: "give this user access (chmod u+rw, chown) or use another store_dir",
+    errno.EROFS: "remount it read-write or put the store on a writable file system",
+}
 UUID_LINE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
@@ -224,7 +233,8 @@ def test_failed_segment_write(
             store.add("s1", "user", "cache latency is fine again")
     message = str(info.value)
     assert f"cannot append to {tmp_path / 'segments.jsonl'}: " in message
-    assert message.endswith("; the segment was not stored")
+    assert "; the segment was not stored; " in message  # then the fix
+    assert message.endswith(FIXES[code])
     assert (os.strerror(code) if not partial else "short write") in message
     assert _snapshot(store, tmp_path) == before  # memory and files as before
     store.close()
@@ -265,7 +275,7 @@ def _deny_segment_writes(monkeypatch: pytest.MonkeyPatch) -> None:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real(path, flags, *args, **kw)
 
-    monkeypatch.setattr(raw_store_module.os, "open", fake_open)
+    monkeypatch.setattr(os, "open", fake_open)
 
 
 def _permissions_enforced(tmp_path: Path) -> bool:
@@ -331,3 +341,158 @@ def test_store_error_json_lines_stay_valid(tmp_path: Path, monkeypatch: pytest.M
     assert store.add("s1", "user", "whole") is not None
     for line in (tmp_path / "segments.jsonl").read_bytes().splitlines():
         json.loads(line)
+
+
+# -- something else in place of a store file -------------------------------------------------
+
+
+def _done_within(seconds: float, work: Callable[[], Any], unblock: Path | None = None) -> Any:
+    """Run ``work`` in a thread and fail if it does not finish in time (a FIFO opened for
+    reading without O_NONBLOCK waits for a writer forever; ``unblock`` is then opened for
+    writing so that the thread can end)."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = work()
+        except BaseException as exc:  # handed to the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if unblock is not None:
+            fd = os.open(unblock, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+        thread.join(5)
+        raise AssertionError(f"blocked for over {seconds}s")
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_something_else_in_place_of_segments_jsonl(tmp_path: Path, kind: str) -> None:
+    store = _prepared_store(tmp_path)
+    store.close()
+    seg = tmp_path / "segments.jsonl"
+    seg.rename(tmp_path / "segments.moved")
+    if kind == "directory":
+        seg.mkdir()
+        (seg / "keep.txt").write_text("someone's file")
+    else:
+        os.mkfifo(seg)
+    before = _files(tmp_path)
+
+    def attempt(action: Callable[[RawStore], Any]) -> StoreError:
+        fresh = RawStore(tmp_path, embedder=HashEmbedder(), eviction_days=None)
+        with pytest.raises(StoreError) as info:
+            _done_within(10, lambda: action(fresh), seg if kind == "fifo" else None)
+        return info.value
+
+    for action in (
+        lambda s: s.open(),
+        len,
+        lambda s: s.add("s1", "user", "a new note"),
+        lambda s: s.stats(),
+    ):
+        message = str(attempt(action))
+        assert str(seg) in message, message
+        assert ("a directory" if kind == "directory" else "a FIFO (named pipe)") in message
+        assert "move it away" in message  # the fix
+    assert _files(tmp_path) == before  # nothing written, nothing truncated
+    if kind == "directory":
+        assert (seg / "keep.txt").read_text() == "someone's file"
+        shutil.rmtree(seg)
+    else:
+        assert stat.S_ISFIFO(os.stat(seg).st_mode)
+        seg.unlink()
+    (tmp_path / "segments.moved").rename(seg)
+    again = RawStore(tmp_path, embedder=HashEmbedder(), eviction_days=None)
+    assert len(again) == 5 and again.stats()["vectors_rebuilt"] is None
+
+
+def test_a_fifo_in_place_of_the_caches_never_blocks(tmp_path: Path) -> None:
+    store = _prepared_store(tmp_path)
+    store.close()
+    for name in ("bm25.cache", "vectors.meta.json", "vectors.bin"):
+        path = tmp_path / name
+        if path.exists():
+            path.unlink()
+        os.mkfifo(path)
+    again = _done_within(
+        10,
+        lambda: RawStore(tmp_path, embedder=HashEmbedder(), eviction_days=None).open(),
+        tmp_path / "vectors.bin",
+    )
+    assert len(again) == 5 and again.bm25.top_k(tokenize("cache"), 1)
+    assert again.add("s1", "user", "still works") is not None
+
+
+def test_a_directory_in_place_of_vectors_bin(tmp_path: Path) -> None:
+    store = _prepared_store(tmp_path)
+    store.close()
+    (tmp_path / "vectors.bin").unlink()
+    (tmp_path / "vectors.bin").mkdir()
+    again = RawStore(tmp_path, embedder=HashEmbedder(), eviction_days=None)
+    assert len(again) == 5  # reads work: the vectors are rebuilt in memory
+    with pytest.raises(StoreError) as info:
+        again.add("s1", "user", "cannot get a vector file")
+    message = str(info.value)
+    assert f"cannot append to {tmp_path / 'vectors.bin'}: " in message
+    assert "Is a directory" in message and "move or rename that directory away" in message
+    assert len(again) == 5 and (tmp_path / "vectors.bin").is_dir()
+
+
+def test_a_directory_in_place_of_the_lock_file(tmp_path: Path) -> None:
+    store = _prepared_store(tmp_path)
+    store.close()
+    (tmp_path / "segments.jsonl.lock").unlink()
+    (tmp_path / "segments.jsonl.lock").mkdir()
+    again = RawStore(tmp_path, embedder=HashEmbedder(), eviction_days=None)
+    assert len(again) == 5  # read without the lock, as on a read-only disk
+    with pytest.raises(StoreError, match=r"segments\.jsonl\.lock.*move or rename"):
+        again.add("s1", "user", "no lock, no write")
+
+
+@pytest.mark.parametrize(
+    "code", [errno.EACCES, errno.ENOSPC, errno.EROFS, errno.EIO, errno.EMFILE, errno.EDQUOT]
+)
+def test_every_os_error_names_the_path_the_problem_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    store = _prepared_store(tmp_path)
+    store.close()
+    before = _files(tmp_path)
+    real = os.open
+
+    def failing(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        if str(path).endswith("segments.jsonl"):
+            raise OSError(code, os.strerror(code), str(path))
+        return real(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", failing)
+    with pytest.raises(StoreError) as info:
+        RawStore(tmp_path, embedder=HashEmbedder(), eviction_days=None).open()
+    message = str(info.value)
+    path = tmp_path / "segments.jsonl"
+    assert message.startswith(f"cannot read {path}: {os.strerror(code)}")
+    problem, fix = problem_and_fix(OSError(code, os.strerror(code)))
+    assert message == f"cannot read {path}: {problem}; {fix}"
+    assert fix != "check the file, its directory and the disk"  # a fix of its own
+    monkeypatch.undo()
+    assert _files(tmp_path) == before
+
+
+def test_a_store_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a store")
+    with pytest.raises(StoreError, match=r"is a file, not a directory; pass a directory"):
+        RawStore(tmp_path / "file", embedder=HashEmbedder())
+    with pytest.raises(StoreError, match="Not a directory"):
+        RawStore(tmp_path / "file" / "below", embedder=HashEmbedder())
+    assert (tmp_path / "file").read_text() == "not a store"

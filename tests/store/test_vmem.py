@@ -13,6 +13,7 @@ import pytest
 from memctx.errors import StoreError, VmemError
 from memctx.store.vmem import (
     append_vmem,
+    bad_vector_rows,
     iter_vmem,
     iter_vmem_raw,
     read_vmem,
@@ -235,3 +236,92 @@ def test_append_fsyncs_only_when_durable(tmp_path: Path, monkeypatch: pytest.Mon
         assert len(synced) == (4 if durable else 0)  # entries, then the count, per append
     assert (tmp_path / "d.bin").read_bytes() == (tmp_path / "n.bin").read_bytes()
     assert read_vmem(tmp_path / "n.bin", DIM)[0] == ids
+
+
+# -- unusable values: detected like the structural faults ------------------------------------
+
+
+def _with_value(value: float | None, entry: int = 1, n: int = 3) -> bytes:
+    """A valid file whose vector ``entry`` gets ``value`` in its component 2 (``None``: the
+    whole vector zeroed), header and length left valid."""
+    raw = bytearray(_valid_bytes(n))
+    start = 16 + entry * vmem_entry_size(DIM) + 16
+    if value is None:
+        raw[start : start + 4 * DIM] = bytes(4 * DIM)
+    else:
+        raw[start + 8 : start + 12] = struct.pack("<f", value)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (float("nan"), r"entry 1 of 3 is not a usable vector: it holds NaN"),
+        (float("inf"), r"entry 1 of 3 is not a usable vector: it holds an infinite value"),
+        (float("-inf"), r"entry 1 of 3 .*infinite"),
+        (None, r"entry 1 of 3 .*all zeros"),
+        (3e37, r"entry 1 of 3 .*norm 3e\+37 is absurd"),
+    ],
+    ids=["nan", "inf", "-inf", "zeros", "absurd-norm"],
+)
+def test_each_unusable_value_is_detected_with_its_reason(
+    tmp_path: Path, value: float | None, reason: str
+) -> None:
+    path = _corrupt(tmp_path, _with_value(value))
+    with pytest.raises(VmemError, match=reason) as info:
+        read_vmem(path, DIM)
+    assert str(path) in str(info.value)
+    status = vmem_status(path, DIM)
+    assert status is not None and status == str(info.value)
+    assert vmem_status(path, DIM, values=False) is None  # the structure itself is sound
+    with pytest.raises(VmemError, match=reason):
+        list(iter_vmem(path, DIM, chunk=1))
+    # The raw reader hands every row on: a reader that can spare one sets it aside itself.
+    rows = np.vstack([m for _, m in iter_vmem_raw(path, DIM)])
+    assert bad_vector_rows(rows).tolist() == [False, True, False]
+
+
+def test_bad_vector_rows_flags_every_unusable_row() -> None:
+    rows = np.ones((7, DIM), np.float32)
+    rows[1, 0] = np.nan
+    rows[2, 3] = np.inf
+    rows[3, 5] = -np.inf
+    rows[4] = 0.0
+    rows[5, 1] = 2e38  # its square overflows float32
+    rows[6] = 1e-8  # a norm under MIN_NORM
+    assert bad_vector_rows(rows).tolist() == [False] + [True] * 6
+    assert not bad_vector_rows(np.zeros((0, DIM), np.float32)).size
+
+
+def test_writers_refuse_non_finite_vectors(tmp_path: Path) -> None:
+    ids, vecs = _data(3)
+    vecs[1, 2] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        write_vmem(tmp_path / "v.bin", ids, vecs)
+    assert not (tmp_path / "v.bin").exists()
+    write_vmem(tmp_path / "v.bin", ids[:1], vecs[:1])
+    before = (tmp_path / "v.bin").read_bytes()
+    with pytest.raises(ValueError, match="finite"):
+        append_vmem(tmp_path / "v.bin", ids[1:], vecs[1:])
+    assert (tmp_path / "v.bin").read_bytes() == before
+
+
+def test_a_fifo_or_directory_in_place_of_the_file_is_refused_without_blocking(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo.bin"
+    os.mkfifo(fifo)
+    folder = tmp_path / "dir.bin"
+    folder.mkdir()
+    for path in (fifo, folder):
+        # Opening a FIFO for reading without O_NONBLOCK waits for a writer forever.
+        with pytest.raises(VmemError, match="not a regular file"):
+            read_vmem(path, DIM)
+        status = vmem_status(path, DIM)
+        assert status is not None and "not a regular file" in status
+    ids, vecs = _data(1)
+    with pytest.raises(VmemError, match="not a regular file"):
+        append_vmem(fifo, ids, vecs)  # O_RDWR would not block, but it is no VMEM file
+    with pytest.raises(IsADirectoryError):
+        append_vmem(folder, ids, vecs)  # an OSError, as any failed write (the store says why)
+    assert fifo.exists() and folder.is_dir() and not any(folder.iterdir())  # left as they were

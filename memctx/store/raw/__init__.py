@@ -8,7 +8,7 @@ file I/O, records, vectors, term counts, the inter-process lock, compaction).
 from __future__ import annotations
 
 from .lock import LockTimeout
-from .records import validate_name
+from .records import validate_name, validate_role
 from .store import NewSegment, RawStore, Segment, SegmentInfo, validate_session_id
 
 __all__ = [
@@ -18,5 +18,6 @@ __all__ = [
     "Segment",
     "SegmentInfo",
     "validate_name",
+    "validate_role",
     "validate_session_id",
 ]

@@ -16,20 +16,19 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Final
 
-import numpy as np
-
-from memctx.errors import StoreError, VmemError
+from memctx.errors import StoreError
 from memctx.retrieval import Embedder
 from memctx.text import Redactor
 
+from ..files import O_CLOEXEC, open_regular, os_error, resolve_store_dir
 from .counts import TermCounter
 from .index import SegmentIndex, age_cutoff
 from .io import (
     LOCK_FILE,
     SEGMENTS_FILE,
+    ChecksumError,
     SegmentInfo,
     check_inside,
     child_path,
@@ -42,25 +41,24 @@ from .io import (
     validate_session_id,
 )
 from .lock import LockTimeout, StoreLock
+from .quota import message_quota
 from .records import search_text
 from .terms import STALE_MIN, TERMS_FILE, TermCache, read_term_cache, write_term_cache
 from .vectors import VectorFile
 
-__all__ = ["DEFAULT_REDACTOR", "RawStoreBase", "gc_paused"]
+__all__ = ["DEFAULT_REDACTOR", "O_CLOEXEC", "RawStoreBase", "gc_paused"]
 
 logger = logging.getLogger("memctx")
 
 DEFAULT_REDACTOR: Final = Redactor()
 _LOCK_TIMEOUT: Final = 60.0  # seconds; writers hold the lock for milliseconds
 _CONTENT_CACHE: Final = 256
-_EMBED_BATCH: Final = 256
 # Lines indexed per BM25 batch while loading: large enough for numpy to pay off, small
 # enough that the batch's tokens and sort arrays stay a few MB (4,096 loads ~5% faster
 # without bm25.cache but leaves the process ~10 MB larger for good: freed temporaries
 # fragment the heap).
 _INDEX_BATCH: Final = 2048
 _TAIL_SIG: Final = 32  # last bytes read, compared to notice a file rewritten in place
-O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
 
 class RawStoreBase:
@@ -85,12 +83,7 @@ class RawStoreBase:
             isinstance(days, bool) or not isinstance(days, int | float) or not days > 0
         ):
             raise StoreError(f"eviction_days must be a positive number or None, got {days!r}")
-        if not isinstance(store_dir, str | os.PathLike) or not os.fspath(store_dir):
-            raise StoreError(f"store_dir must be a non-empty path, got {store_dir!r}")
-        try:
-            self._dir = Path(store_dir).expanduser().resolve()
-        except (OSError, RuntimeError) as exc:
-            raise StoreError(f"cannot resolve store_dir {store_dir!r}: {exc}") from exc
+        self._dir = resolve_store_dir(store_dir)
         self._seg_path = child_path(self._dir, SEGMENTS_FILE)
         self._terms_path = child_path(self._dir, TERMS_FILE)
         self._flock = StoreLock(child_path(self._dir, LOCK_FILE), timeout=_LOCK_TIMEOUT)
@@ -107,10 +100,13 @@ class RawStoreBase:
         self._rfd: int | None = None  # read descriptor: the inode our offsets refer to
         self._wfd: int | None = None  # O_APPEND descriptor, reopened when the inode changes
         self._vectors_rebuilt: str | None = None
+        self._bad_vectors = 0  # unusable vectors found in vectors.bin and re-embedded
         self._compactions = 0
         self._compact_backoff = 0
         self._evicted_before = 0
-        self._idx = SegmentIndex(self._vfile.dim, self._max + 256)
+        self._quota = message_quota(self._max)
+        self._unwritten = 0  # chunks of over-quota messages never written (quota.plan_batch)
+        self._idx = SegmentIndex(self._vfile.dim, self._max + 256, self._quota)
         self._reset()
 
     def _reset(self) -> None:
@@ -121,7 +117,7 @@ class RawStoreBase:
                     os.close(fd)
         self._rfd = self._wfd = None
         self._evicted_before += self._idx.evicted
-        self._idx = SegmentIndex(self._vfile.dim, self._max + 256, previous=self._idx)
+        self._idx = SegmentIndex(self._vfile.dim, self._max + 256, self._quota, self._idx)
         self._vfile.reset()
         self._cache: OrderedDict[int, str] = OrderedDict()
         self._opened = False
@@ -129,7 +125,7 @@ class RawStoreBase:
         self._known_size = 0
         self._tail_sig = b""
         self._file_lines = 0
-        self._torn = self._skipped = 0
+        self._torn = self._skipped = self._crc_bad = 0
         self._uncached = 0  # live segments indexed since bm25.cache was last written
 
     def _evict(self) -> None:
@@ -145,7 +141,10 @@ class RawStoreBase:
             yield
             return
         if create and not os.path.isdir(self._dir):  # a stat: cheaper than mkdir's EEXIST
-            self._dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self._dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise os_error(self._dir, exc, "create the store directory") from exc
         try:
             self._flock.acquire()
         except LockTimeout as exc:
@@ -162,8 +161,15 @@ class RawStoreBase:
 
         A line whose digest is in ``cache`` takes its term counts from there instead of
         being tokenized (see :mod:`memctx.store.raw.terms`); the others are counted in bulk
-        (:mod:`memctx.store.raw.counts`).
+        (:mod:`memctx.store.raw.counts`). A read error is a StoreError (nothing else here
+        touches a file).
         """
+        try:
+            return self._scan_lines(start, cache)
+        except OSError as exc:
+            raise os_error(self._seg_path, exc, "read") from exc
+
+    def _scan_lines(self, start: int, cache: TermCache | None) -> tuple[int, int, list[int]]:
         assert self._rfd is not None
         keys: list[int] = []
         batch: list[tuple[SegmentInfo, tuple[int, int], bytes, str | int]] = []
@@ -171,6 +177,7 @@ class RawStoreBase:
         cached = cache.row_of if cache is not None else {}
         counter = TermCounter()  # shared by the batches: chunks repeat across the file
         pos, fragment = start, 0
+        bad_before = self._crc_bad
         for offset, end, raw in iter_lines(self._rfd, start):
             if not raw.endswith(b"\n"):
                 fragment = end - offset
@@ -181,6 +188,9 @@ class RawStoreBase:
             self._file_lines += 1
             try:
                 info, content = decode_info(raw)  # JSON allows the newline: no copy
+            except ChecksumError:
+                self._crc_bad += 1  # changed since it was written: never served
+                continue
             except ValueError:
                 self._skipped += 1
                 continue
@@ -195,6 +205,13 @@ class RawStoreBase:
                 keys += self._idx.add_many(batch, counts, counter)
                 batch = []
         keys += self._idx.add_many(batch, counts, counter)
+        if self._crc_bad > bad_before:
+            logger.warning(
+                "%s: %d records do not match their checksum (changed on disk since they were "
+                "written); they are not served and go at the next compaction",
+                self._seg_path,
+                self._crc_bad - bad_before,
+            )
         return pos, fragment, keys
 
     def _save_terms(self, stale_share: float = 0.1) -> None:
@@ -227,14 +244,17 @@ class RawStoreBase:
         self._tail_sig = os.pread(self._rfd, n, self._known_size - n)
 
     def _open_read(self) -> bool:
-        """Open ``segments.jsonl`` for reading; False if it does not exist."""
+        """Open ``segments.jsonl`` for reading; False if it does not exist.
+
+        Raises:
+            StoreError: It cannot be read, or it is not a regular file (a directory or a FIFO
+                in its place: refused without blocking, and left as it is).
+        """
         check_inside(self._dir, self._seg_path)
         try:
-            fd = os.open(self._seg_path, os.O_RDONLY | O_CLOEXEC)
+            fd = open_regular(self._seg_path, os.O_RDONLY, doing="read")
         except FileNotFoundError:
             return False
-        except OSError as exc:
-            raise StoreError(f"cannot read {self._seg_path}: {exc.strerror or exc}") from exc
         self._rfd, self._ident = fd, fd_ident(fd)
         return True
 
@@ -299,7 +319,7 @@ class RawStoreBase:
             except FileNotFoundError:
                 st = None
             except OSError as exc:
-                raise StoreError(f"cannot read {self._seg_path}: {exc.strerror or exc}") from exc
+                raise os_error(self._seg_path, exc, "read") from exc
             if st is None and self._ident is None:
                 return 0
             if (
@@ -327,59 +347,13 @@ class RawStoreBase:
         n = len(self._tail_sig)
         return n == 0 or os.pread(self._rfd, n, self._known_size - n) == self._tail_sig
 
-    # -- vectors -------------------------------------------------------------------------
-
-    def _embed_keys(self, keys: list[int]) -> None:
-        for i in range(0, len(keys), _EMBED_BATCH):
-            batch = keys[i : i + _EMBED_BATCH]
-            infos = [self._idx.info[k] for k in batch]
-            texts = [
-                search_text(self._content(k), i.timestamp, i.name)
-                for k, i in zip(batch, infos, strict=True)
-            ]
-            self._idx.vectors.add_many(batch, self._vfile.embed(texts))
+    # -- vectors (memctx.store.raw.attach) -------------------------------------------------
 
     def _attach_all_vectors(self, keys: list[int], *, can_write: bool) -> None:
-        """Vectors of a fresh load from ``vectors.bin``; rebuild (and report once) if off."""
-        keys = [k for k in dict.fromkeys(keys) if k in self._idx.info]  # a repeated id: once
-        if not keys and not self._vfile.path.exists():
-            return
-        vectors = self._idx.vectors
-
-        def sink(positions: list[int], matrix: np.ndarray) -> None:
-            vectors.add_many([keys[p] for p in positions], matrix)
-
-        state = self._vfile.load(self._idx.ids(keys), sink)
-        missing = [k for k, row in zip(keys, state.rows, strict=True) if row is None]
-        if state.reason is None:
-            if can_write:
-                self._vfile.confirm()
-            return
-        self._embed_keys(missing)
-        self._vectors_rebuilt = state.reason
-        logger.warning(
-            "%s: %s; re-embedded %d segments", self._vfile.path, state.reason, len(missing)
-        )
-        try:
-            if not can_write:
-                raise OSError("the store directory is not writable")
-            if state.appendable:
-                matrix = np.stack([self._idx.vectors.get(k) for k in missing])
-                self._vfile.append(self._idx.ids(missing), matrix, self._idx.snapshot_vectors)
-            else:
-                self._vfile.rewrite(*self._idx.snapshot_vectors())
-        except (OSError, VmemError, ValueError) as exc:
-            self._vfile.dirty = True  # the next add rewrites it whole
-            logger.warning("cannot rewrite %s (%s); rebuilt at next open", self._vfile.path, exc)
+        raise NotImplementedError  # AttachingStore
 
     def _attach_new_vectors(self, keys: list[int]) -> None:
-        """Vectors of segments other processes appended: from the end of ``vectors.bin``."""
-        keys = [k for k in dict.fromkeys(keys) if k in self._idx.info]  # a repeated id: once
-        tail = self._vfile.tail(self._idx.ids(keys))
-        have = [k for k in keys if self._idx.info[k].id in tail]
-        if have:
-            self._idx.vectors.add_many(have, np.stack([tail[self._idx.info[k].id] for k in have]))
-        self._embed_keys([k for k in keys if self._idx.info[k].id not in tail])
+        raise NotImplementedError  # AttachingStore
 
     def _content(self, key: int) -> str:
         cached = self._cache.get(key)
@@ -391,7 +365,13 @@ class RawStoreBase:
         try:
             seg = decode_record(os.pread(self._rfd, length, offset))
         except OSError as exc:
-            raise StoreError(f"cannot read {self._seg_path}: {exc.strerror or exc}") from exc
+            raise os_error(self._seg_path, exc, "read") from exc
+        except ChecksumError:
+            # Changed on disk after it was loaded: never served; gone as if evicted.
+            self._crc_bad += 1
+            self._idx.drop(key)
+            logger.warning("%s: a record no longer matches its checksum; dropped", self._seg_path)
+            raise KeyError(key) from None
         except ValueError as exc:
             raise StoreError(f"{self._seg_path} changed under the store ({exc})") from exc
         if seg.id != self._idx.info[key].id:

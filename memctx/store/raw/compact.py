@@ -16,7 +16,8 @@ from typing import Final
 
 from memctx.errors import StoreError, VmemError
 
-from .base import RawStoreBase, gc_paused
+from .attach import AttachingStore
+from .base import gc_paused
 from .io import read_runs, rewrite_file
 
 __all__ = ["CompactingStore"]
@@ -27,8 +28,8 @@ _COMPACT_RATIO: Final = 0.10  # compact when dead lines pass 10% of live ones...
 _COMPACT_MIN_DEAD: Final = 64  # ...and this many (a tiny store would rewrite on every add)
 
 
-class CompactingStore(RawStoreBase):
-    """:class:`RawStoreBase` with compaction; see :class:`memctx.store.raw.store.RawStore`.
+class CompactingStore(AttachingStore):
+    """:class:`AttachingStore` with compaction; see :class:`memctx.store.raw.store.RawStore`.
 
     Attributes:
         auto_compact: Whether an add compacts when due (the default). Off, dead lines pile

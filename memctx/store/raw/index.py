@@ -24,6 +24,7 @@ from memctx.retrieval import BM25Index, EpisodeIndex, TermCounts, VectorIndex
 
 from .counts import TermCounter
 from .io import SegmentInfo
+from .quota import MessageRun
 
 __all__ = ["SegmentIndex", "age_cutoff"]
 
@@ -35,10 +36,13 @@ class SegmentIndex:
         dim: Vector dimension.
         capacity: Vector rows to preallocate (``max_segments`` plus slack: the rows cost no
             memory until used, and a full store then never grows its matrix).
+        quota: Segments one message may keep (:mod:`memctx.store.raw.quota`).
         previous: The index this one replaces on a reload: its keys are reused by segment id.
     """
 
-    def __init__(self, dim: int, capacity: int, previous: SegmentIndex | None = None) -> None:
+    def __init__(
+        self, dim: int, capacity: int, quota: int, previous: SegmentIndex | None = None
+    ) -> None:
         self.info: dict[int, SegmentInfo] = {}
         self.loc: dict[int, tuple[int, int]] = {}  # key -> (offset, length without newline)
         self.bm25 = BM25Index()
@@ -47,11 +51,18 @@ class SegmentIndex:
         self.by_session: dict[str, set[int]] = {}
         self.superseded = 0
         self.evicted = 0
+        self.capped = 0  # records set aside by their message's quota
+        self.run = MessageRun(quota)
         self._digest_of: dict[int, bytes] = {}
         self._key_of_digest: dict[bytes, int] = {}
         self._key_of_id: dict[str, int] = {} if previous is None else previous._key_of_id
         self._next_key: int = 0 if previous is None else previous._next_key
-        self._heap: list[tuple[float, int]] = []  # (timestamp, key): the eviction order
+        self._heap: list[tuple[float, int]] = []  # (timestamp, key): the age order
+        # Built at the first capacity eviction and kept from then on (see _evict_fair): the
+        # age order per session, and each session's standing (-size, its oldest segment),
+        # pushed again whenever it changes, stale entries skipped when popped.
+        self._session_heaps: dict[str, list[tuple[float, int]]] | None = None
+        self._standings: list[tuple[int, float, int, str]] | None = None
 
     def __len__(self) -> int:
         return len(self.info)
@@ -147,8 +158,16 @@ class SegmentIndex:
         self._key_of_digest[digest] = key
         self._key_of_id[info.id] = key
         self.by_session.setdefault(info.session_id, set()).add(key)
-        heapq.heappush(self._heap, (info.timestamp, key))
+        entry = (info.timestamp, key)
+        heapq.heappush(self._heap, entry)
+        if self._session_heaps is not None:
+            heapq.heappush(self._session_heaps.setdefault(info.session_id, []), entry)
+            self._stand(info.session_id)
         self.episodes.add(key, info.session_id, info.timestamp)
+        over = self.run.add(info, key)
+        if over is not None and over in self.info:
+            self.drop(over)  # past its message's quota: the tail slides on
+            self.capped += 1
         return key
 
     def drop(self, key: int, *, evicted: bool = False) -> None:
@@ -162,16 +181,26 @@ class SegmentIndex:
         keys.discard(key)
         if not keys:
             del self.by_session[info.session_id]
+            if self._session_heaps is not None:
+                self._session_heaps.pop(info.session_id, None)
+        elif self._session_heaps is not None:
+            self._stand(info.session_id)
         self.bm25.remove(key)
         self.vectors.discard(key)
         self.episodes.remove(key)
         self.evicted += evicted
 
     def evict(self, cutoff: float, max_segments: int) -> list[int]:
-        """Evict segments older than ``cutoff``, then the oldest beyond ``max_segments``.
+        """Evict segments older than ``cutoff``, then, beyond ``max_segments``, the oldest
+        segments of the largest session.
 
-        Ties on the timestamp go by key (file order). Cheap when nothing is due: one look at
-        the top of a heap. Returns the evicted keys.
+        Age applies to every session alike (oldest first). Capacity is shared fairly: each
+        segment over it is taken from the session with the most segments (ties: the one
+        whose oldest segment is oldest), its oldest segment first, so a session's burst
+        evicts its own past before anyone else's and a small session keeps its segments
+        while a larger one exists. With one session this is plain oldest-first. Ties on the
+        timestamp go by key (file order). Cheap when nothing is due: one look at the top of
+        a heap and a length. Returns the evicted keys.
         """
         out = []
         heap = self._heap
@@ -180,12 +209,69 @@ class SegmentIndex:
             info = self.info.get(key)
             if info is None or info.timestamp != stamp:
                 heapq.heappop(heap)  # the entry of a key dropped meanwhile
-            elif stamp < cutoff or len(self.info) > max_segments:
+            elif stamp < cutoff:
                 heapq.heappop(heap)
                 self.drop(key, evicted=True)
                 out.append(key)
             else:
                 break
+        excess = len(self.info) - max_segments
+        if excess > 0:
+            out += self._evict_fair(excess)
+        return out
+
+    def _build_shares(self) -> None:
+        """Build the per-session heaps and standings (at the first capacity eviction, and
+        again when stale standings pile up)."""
+        if self._session_heaps is None:
+            heaps: dict[str, list[tuple[float, int]]] = {}
+            for key, info in self.info.items():
+                heaps.setdefault(info.session_id, []).append((info.timestamp, key))
+            for heap in heaps.values():
+                heapq.heapify(heap)
+            self._session_heaps = heaps
+        self._standings = []
+        for sid in self.by_session:
+            self._stand(sid)
+
+    def _stand(self, session_id: str) -> None:
+        """Record a live session's standing now: its size and its oldest segment."""
+        assert self._standings is not None
+        stamp, key = self._oldest(session_id)
+        size = len(self.by_session[session_id])
+        heapq.heappush(self._standings, (-size, stamp, key, session_id))
+
+    def _oldest(self, session_id: str) -> tuple[float, int]:
+        """``(timestamp, key)`` of a live session's oldest segment (stale entries popped)."""
+        assert self._session_heaps is not None
+        heap = self._session_heaps[session_id]
+        while True:
+            stamp, key = heap[0]
+            info = self.info.get(key)
+            if info is not None and info.timestamp == stamp and info.session_id == session_id:
+                return stamp, key
+            heapq.heappop(heap)
+
+    def _evict_fair(self, excess: int) -> list[int]:
+        """Evict ``excess`` segments, each the oldest of the then largest session.
+
+        A few microseconds each: the standings are a heap kept up to date as segments come
+        and go, so no eviction looks at every session.
+        """
+        standings = self._standings
+        if standings is None or len(standings) > 2 * len(self.by_session) + 4096:
+            self._build_shares()
+        assert self._standings is not None and self._session_heaps is not None
+        out = []
+        while excess > 0 and self._standings:
+            size, stamp, key, sid = heapq.heappop(self._standings)
+            keys = self.by_session.get(sid)
+            if not keys or len(keys) != -size or self._oldest(sid) != (stamp, key):
+                continue  # a standing that changed since
+            heapq.heappop(self._session_heaps[sid])  # its top is this key (see _oldest)
+            self.drop(key, evicted=True)  # records the session's new standing
+            out.append(key)
+            excess -= 1
         return out
 
     def relocate(self, new_loc: dict[int, tuple[int, int]]) -> None:
@@ -193,6 +279,7 @@ class SegmentIndex:
         self.loc = new_loc
         self._heap = [(self.info[k].timestamp, k) for k in new_loc]
         heapq.heapify(self._heap)
+        self._session_heaps = self._standings = None  # rebuilt, clean, when next needed
 
     def snapshot_vectors(self) -> tuple[list[str], np.ndarray]:
         """Ids and vectors of every live segment, in index row order (for a rewrite).

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from memctx.errors import StoreError
+from memctx.errors import StoreError, VmemError
 from memctx.messages import estimate_tokens
 from memctx.text import Redactor, entities, tokenize, topics
 
+from ..files import problem_and_fix
 from .records import (
+    ChecksumError,
     Segment,
     SegmentInfo,
     clean_text,
@@ -41,6 +43,7 @@ __all__ = [
     "LOCK_FILE",
     "MAX_LINE_BYTES",
     "SEGMENTS_FILE",
+    "ChecksumError",
     "Prepared",
     "Segment",
     "SegmentInfo",
@@ -204,14 +207,20 @@ def file_size(path: Path) -> int | None:
 
 
 def append_error(path: Path, exc: BaseException, count: int) -> StoreError:
-    """The StoreError for a failed append: which file, why, and that nothing was stored."""
-    reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
-    if isinstance(exc, OSError) and exc.filename and Path(exc.filename) != path:
-        reason = f"{reason} ({exc.filename})"
+    """The StoreError for a failed append: which file, why, that nothing was stored, the fix.
+
+    ``cannot append to <path>: <problem>; <nothing stored>; <fix>``; a StoreError that
+    already names its file and fix (a directory in place of a file...) keeps its text.
+    """
     what = (
         "the segment was not stored" if count == 1 else f"none of the {count} segments was stored"
     )
-    return StoreError(f"cannot append to {path}: {reason}; {what}")
+    if isinstance(exc, StoreError) and not isinstance(exc, VmemError):
+        return StoreError(f"{exc}; {what}")
+    problem, fix = problem_and_fix(exc)
+    if isinstance(exc, OSError) and exc.filename and Path(exc.filename) != path:
+        problem = f"{problem} ({exc.filename})"
+    return StoreError(f"cannot append to {path}: {problem}; {what}; {fix}")
 
 
 def rollback(fd: int, size: int) -> None:

@@ -7,6 +7,12 @@
      "content": "...", "tokens": 42,
      "metadata": {"topics": ["database"], "entities": ["KeyError"], "turn": 7}}
 
+Each record memctx writes ends with ``"crc": "<8 hex digits>"`` (:mod:`memctx.store.checksum`):
+a record whose content changed since it was written (a flipped bit that leaves valid JSON, an
+edited value) fails it and is never served: the store skips and counts it
+(``checksum_mismatches``). Records without ``crc`` (older files, the seed's own) load as
+before; to edit a record by hand, drop its ``crc``.
+
 ``timestamp`` is **epoch seconds as a JSON number** (UTC by definition, sub-second precision,
 and a float written by ``json`` reads back bit-for-bit, so a reopened store equals the one
 that wrote it). Readers also accept epoch milliseconds (any number above 10^11, the seed's
@@ -33,8 +39,11 @@ from typing import Any, Final, cast
 
 from memctx.errors import StoreError
 
+from ..checksum import ChecksumError, canonical_json, seal_record, verify_record
+
 __all__ = [
     "SEARCH_TEXT_VERSION",
+    "ChecksumError",
     "Segment",
     "SegmentInfo",
     "clean_text",
@@ -42,6 +51,7 @@ __all__ = [
     "decode_record",
     "dedup_digest",
     "encode_record",
+    "seal_record",
     "search_text",
     "validate_name",
     "validate_role",
@@ -61,10 +71,6 @@ _SURROGATE_RE: Final = re.compile(r"[\ud800-\udfff]")
 _UUID_RE: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # What JSONDecoder.raw_decode calls (the C scanner; typeshed does not declare the attribute).
 _JSON_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = cast(Any, json.JSONDecoder()).scan_once
-# json.dumps with these arguments builds a new encoder on every call: one, made once.
-_JSON_ENCODE: Final = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False
-).encode
 _TAG_TUPLES: dict[tuple[str, ...], tuple[str, ...]] = {}  # see _str_tuple
 _TAG_TUPLES_MAX: Final = 65_536
 # Session ids and roles that passed their check, each kind apart (see _checked).
@@ -225,7 +231,7 @@ def encode_record(seg: Segment) -> bytes:
         "tokens": seg.tokens,
         "metadata": meta,
     }
-    return (_JSON_ENCODE(record) + "\n").encode("utf-8")
+    return seal_record(canonical_json(record).encode("utf-8")) + b"\n"
 
 
 def _timestamp(value: Any) -> float:
@@ -272,6 +278,8 @@ def decode_record(line: bytes) -> Segment:
     Raises:
         ValueError: The line is not a valid segment record (bad JSON, missing or mistyped
             field, invalid id, session id or role). The store skips and counts such lines.
+        ChecksumError: The record has a ``crc`` that its bytes do not match (a
+            ``ValueError`` too); the store skips and counts these apart.
     """
     info, content = decode_info(line)
     return Segment.of(info, content)
@@ -287,6 +295,8 @@ def decode_info(line: bytes) -> tuple[SegmentInfo, str]:
     obj = _loads(line)
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
+    if "crc" in obj:
+        verify_record(line, obj)
     content = obj.get("content")
     if not isinstance(content, str):
         raise ValueError("content is missing or not a string")

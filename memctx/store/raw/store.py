@@ -2,7 +2,8 @@
 
 Files in ``store_dir`` (nothing is created before the first add; reading never creates):
 
-- ``segments.jsonl``: one JSON record per segment (format: :mod:`memctx.store.raw.io`).
+- ``segments.jsonl``: one JSON record per segment, each sealed with a checksum (format:
+  :mod:`memctx.store.raw.records`).
 - ``vectors.bin`` + ``vectors.meta.json``: VMEM v1 embeddings and the embedder that wrote
   them (:mod:`memctx.store.raw.vectors`).
 - ``segments.jsonl.lock``: the inter-process lock, an exclusive ``flock``
@@ -38,54 +39,34 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-
-from memctx.errors import StoreError, VmemError
+from memctx.errors import StoreError
 from memctx.retrieval import BM25Index, Embedder, EpisodeIndex, VectorIndex
 
-from .base import O_CLOEXEC
-from .compact import CompactingStore
-from .index import age_cutoff
-from .io import (
-    Prepared,
-    Segment,
-    SegmentInfo,
-    append_error,
-    check_inside,
-    fd_ident,
-    fsync_dir,
-    path_ident,
-    prepare_segment,
-    rollback,
-    validate_session_id,
-    write_all,
-)
-from .records import search_text
+from .append import AppendingStore, NewSegment
+from .io import Segment, SegmentInfo, file_size, validate_session_id
 
 __all__ = ["NewSegment", "RawStore", "Segment", "SegmentInfo", "validate_session_id"]
 
 logger = logging.getLogger("memctx")
 
-NewSegment = tuple[str, str, str] | dict[str, Any]
-"""An item of :meth:`RawStore.add_many`: ``(session_id, role, content)`` or a mapping with
-``session_id``, ``role``, ``content`` and optional ``timestamp`` and ``turn``."""
 
-
-class RawStore(CompactingStore):
+class RawStore(AppendingStore):
     """Archived segments of every session: ``segments.jsonl`` + ``vectors.bin`` + indexes.
 
     Args:
-        store_dir: The store's directory (resolved; created on the first add).
+        store_dir: The store's directory (:func:`memctx.store.files.resolve_store_dir`:
+            ``~`` expanded, absolute; created on the first add).
         embedder: Embeds segments (and, in searches, queries): ``name``, ``dim``, ``embed``.
         session_id: Default session of :meth:`visible_keys` and :meth:`allowed`.
-        max_segments: Capacity; beyond it the oldest segments (by timestamp) are evicted.
+        max_segments: Capacity; beyond it the oldest segments (by timestamp) of the largest
+            session are evicted (:meth:`memctx.store.raw.index.SegmentIndex.evict`), and one
+            message keeps at most ``max(1,000, 5 %)`` of it (:mod:`memctx.store.raw.quota`).
         eviction_days: Segments older than this relative to ``clock()`` are evicted;
             ``None`` keeps them.
         redactor: Masks secrets before anything reaches disk or an index (on by default);
@@ -98,150 +79,6 @@ class RawStore(CompactingStore):
     Raises:
         StoreError: An invalid argument; the message names it and what is allowed.
     """
-
-    # -- writing -------------------------------------------------------------------------
-
-    def _fresh_items(self, prepared: list[Prepared], indexes: Iterable[int]) -> list[int]:
-        """Items neither stored already, nor repeated in the batch, nor past the age limit."""
-        cutoff = age_cutoff(self._clock(), self._max_age)
-        seen: set[bytes] = set()
-        out = []
-        for i in indexes:
-            item = prepared[i]
-            if not self._idx.has_digest(item.digest) and item.digest not in seen:
-                seen.add(item.digest)
-                if item.segment.timestamp >= cutoff:
-                    out.append(i)
-        return out
-
-    def add(
-        self,
-        session_id: str,
-        role: str,
-        content: str,
-        *,
-        timestamp: float | None = None,
-        turn: int | None = None,
-    ) -> Segment | None:
-        """Archive one message: redact, dedup, tag, append, embed, index.
-
-        Args:
-            session_id: The session (``[A-Za-z0-9._:-]{1,128}``, not ``.`` or ``..``).
-            role: The message role (``user``, ``assistant``, ``tool``...).
-            content: The message text; redacted before anything else sees it.
-            timestamp: Epoch seconds; ``clock()`` when omitted.
-            turn: The caller's turn number.
-
-        Returns:
-            The stored segment; ``None`` for a duplicate (same session, role and redacted
-            content as a live segment) or a timestamp already past the age limit.
-
-        Raises:
-            StoreError: Invalid input, or the files cannot be written; then nothing was
-                stored and the in-memory indexes still match the files.
-        """
-        item = {"session_id": session_id, "role": role, "content": content}
-        return self.add_many([{**item, "timestamp": timestamp, "turn": turn}])[0]
-
-    def add_many(self, items: Iterable[NewSegment]) -> list[Segment | None]:
-        """Archive many messages with one embedding batch and one locked write.
-
-        Args:
-            items: ``(session_id, role, content)`` tuples or mappings (:data:`NewSegment`).
-
-        Returns:
-            Per item, the stored segment or ``None`` (see :meth:`add`).
-
-        Raises:
-            StoreError: As :meth:`add`; an invalid item stores nothing of the batch.
-        """
-        prepared = [prepare_segment(item, self._clock, self._redactor) for item in items]
-        results: list[Segment | None] = [None] * len(prepared)
-        with self._lock:
-            self._ensure_open()
-            todo = self._fresh_items(prepared, range(len(prepared)))
-        if not todo:
-            return results
-        # Embedding is the slow part: outside the lock, and before anything is written.
-        segments = [prepared[i].segment for i in todo]
-        matrix = self._vfile.embed([search_text(s.content, s.timestamp, s.name) for s in segments])
-        row_of = {i: row for row, i in enumerate(todo)}
-        with self._lock, contextlib.ExitStack() as stack:
-            self._ensure_open()
-            try:
-                stack.enter_context(self._file_locked(create=True))
-            except OSError as exc:
-                raise append_error(self._seg_path, exc, len(todo)) from exc
-            self.refresh()  # another process may have stored the same text meanwhile
-            todo = self._fresh_items(prepared, todo)
-            if todo:
-                self._append([prepared[i] for i in todo], matrix[[row_of[i] for i in todo]])
-                for i in todo:
-                    results[i] = prepared[i].segment
-            self._evict()
-            if self.auto_compact:
-                self._maybe_compact()
-        return results
-
-    def _writer(self) -> int:
-        """The append descriptor, for the very file the in-memory offsets refer to."""
-        ident = path_ident(self._seg_path)
-        wfd = self._wfd
-        if (
-            ident is not None
-            and ident == self._ident
-            and wfd is not None
-            and fd_ident(wfd) == ident
-        ):
-            # The file we opened, and checked, before (a symlink swapped in meanwhile would
-            # name another file): the common case of an add, two stats and no realpath walk.
-            return wfd
-        check_inside(self._dir, self._seg_path)
-        if ident != self._ident:  # under the lock only an outside hand replaces the file
-            self._load()
-            ident = self._ident
-        if self._wfd is None or ident is None or fd_ident(self._wfd) != ident:
-            if self._wfd is not None:
-                os.close(self._wfd)
-                self._wfd = None
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_CLOEXEC
-            self._wfd = os.open(self._seg_path, flags, 0o600)  # conversations are private
-            if ident is None:  # created just now
-                if self._durable:
-                    fsync_dir(self._dir)
-                self._open_read()
-        return self._wfd
-
-    def _append(self, items: list[Prepared], matrix: np.ndarray) -> None:
-        """Write the lines, then the vectors, then index in memory; undo the file on failure."""
-        start: int | None = None
-        try:
-            wfd = self._writer()
-            start = os.fstat(wfd).st_size
-            # A torn fragment at the end must not swallow our first line.
-            prefix = b"\n" if start and os.pread(wfd, 1, start - 1) != b"\n" else b""
-            write_all(wfd, prefix + b"".join(item.line for item in items))
-            if self._durable:
-                os.fsync(wfd)
-        except OSError as exc:
-            if start is not None:
-                rollback(wfd, start)
-            raise append_error(self._seg_path, exc, len(items)) from exc
-        ids = [item.segment.id for item in items]
-        try:
-            self._vfile.append(ids, matrix, self._idx.snapshot_vectors)
-        except (OSError, VmemError, ValueError) as exc:
-            rollback(wfd, start)
-            raise append_error(self._vfile.path, exc, len(items)) from exc
-        pos, keys = start + len(prefix), []
-        for item in items:
-            loc = (pos, len(item.line) - 1)
-            keys.append(self._idx.add(item.segment.info, loc, item.digest, item.tokens))
-            pos += len(item.line)
-        self._idx.vectors.add_many(keys, matrix)
-        self._file_lines += len(items)
-        self._uncached += len(items)
-        self._finish_scan(pos, 0)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -360,16 +197,19 @@ class RawStore(CompactingStore):
         """Counts and health of the store (refreshes first)."""
         with self._lock:
             self.refresh()
-            size = self._vfile.path.stat().st_size if self._vfile.path.exists() else 0
+            size = file_size(self._vfile.path) or 0
             return {
                 "segments": len(self._idx),
                 "sessions": len(self._idx.by_session),
                 "torn_lines": self._torn,
                 "skipped_lines": self._skipped,
+                "checksum_mismatches": self._crc_bad,
                 "superseded_lines": self._idx.superseded,
                 "dead_lines": self._file_lines - len(self._idx),
                 "vectors_rebuilt": self._vectors_rebuilt,
+                "bad_vectors": self._bad_vectors,
                 "evicted": self._evicted_before + self._idx.evicted,
+                "message_chunks_dropped": self._unwritten + self._idx.capped,
                 "compactions": self._compactions,
                 "embedder": self._vfile.identity[0],
                 "fallback_reason": getattr(self._embedder, "fallback_reason", None),

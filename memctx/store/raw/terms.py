@@ -42,8 +42,11 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
+from memctx.errors import StoreError
 from memctx.retrieval import BM25Index, TermCounts
 from memctx.text import TOKENIZER_VERSION
+
+from ..files import read_regular
 
 __all__ = ["STALE_MIN", "TERMS_FILE", "TermCache", "read_term_cache", "write_term_cache"]
 
@@ -56,6 +59,7 @@ _VERSION: Final = 2  # 2: counts of search_text() (the date and name added)
 _HEADER: Final = struct.Struct("<4sIIIIQQ")
 _DIGEST: Final = 32
 _CHECK: Final = 16
+_MAX_BYTES: Final = 1 << 32  # a cache this large is damage, or another file
 _CHUNK: Final = 4096  # documents exported at a time: the writer's memory stays flat
 
 
@@ -69,8 +73,8 @@ class TermCache(NamedTuple):
 def read_term_cache(path: Path) -> TermCache | None:
     """Load ``path``; ``None`` if it is missing, damaged, or from another tokenizer."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        data, _size = read_regular(path, _MAX_BYTES)  # a FIFO in its place: refused, not read
+    except (OSError, StoreError):
         return None
     try:
         return _parse(data)

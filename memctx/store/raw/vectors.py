@@ -4,7 +4,9 @@
 segment UUIDs: it only saves re-embedding on restart, so any doubt about it means "rebuild it
 from ``segments.jsonl``", never an error. Doubts are: a bad header, dimension, count or
 length (:func:`memctx.store.vmem.vmem_status`), segments without a vector (a writer killed between
-its two appends), or another embedder. VMEM has no room for the embedder, so
+its two appends), unusable vectors (NaN, infinity, all zeros or an absurd norm:
+:func:`memctx.store.vmem.bad_vector_rows`; only those segments are re-embedded, and the
+file is rewritten without them), or another embedder. VMEM has no room for the embedder, so
 ``vectors.meta.json`` records ``{embedder, version, dim}``: hash and MiniLM vectors are both
 384-dim and would otherwise mix silently after a switch (or a transformer fallback).
 """
@@ -25,11 +27,13 @@ import numpy as np
 
 from memctx.errors import StoreError, VmemError
 
+from ..files import StoreFileError, open_nonblocking, read_regular
 from ..vmem import (
     VMEM_HEADER,
     VMEM_MAGIC,
     VMEM_VERSION,
     append_vmem,
+    bad_vector_rows,
     iter_vmem_raw,
     vmem_entry_size,
     vmem_status,
@@ -70,12 +74,16 @@ class VectorFileState(NamedTuple):
     Attributes:
         rows: For each requested id, the entry of the file its vector came from, or ``None``.
         reason: Why vectors must be rebuilt; ``None`` when every id has a usable vector.
-        appendable: The file itself is healthy, so missing vectors can be appended to it.
+        appendable: The file's structure is healthy, so missing vectors can be appended to it
+            (when ``bad`` is empty: bad rows are only dropped by a rewrite).
+        bad: Positions (in the requested ids) whose vector in the file is unusable
+            (:func:`memctx.store.vmem.bad_vector_rows`); their ``rows`` are ``None``.
     """
 
     rows: list[int | None]
     reason: str | None
     appendable: bool
+    bad: tuple[int, ...] = ()
 
 
 VectorSink = Callable[[list[int], np.ndarray], None]
@@ -118,8 +126,8 @@ class VectorFile:
 
     def _read_meta(self) -> dict[str, Any] | None:
         try:
-            obj = json.loads(self.meta_path.read_bytes())
-        except (OSError, ValueError):
+            obj = json.loads(read_regular(self.meta_path, 1 << 16)[0])
+        except (OSError, StoreError, ValueError):  # a FIFO in its place is refused, not read
             return None
         return obj if isinstance(obj, dict) else None
 
@@ -148,14 +156,23 @@ class VectorFile:
         # Ids are matched as their 16-byte forms: no UUID object or string per entry.
         want = dict(zip(_split16(_uuid_bytes(ids)), range(len(ids)), strict=True))
         rows: list[int | None] = [None] * len(ids)
+        bad: set[int] = set()
         try:
             entry = 0
             for raw_ids, matrix in iter_vmem_raw(self.path, self.dim):
+                flagged = bad_vector_rows(matrix)
                 found_at: dict[int, int] = {}  # position -> row in this chunk (the last wins)
                 for n, pos in enumerate(map(want.get, _split16(raw_ids))):
-                    if pos is not None:
-                        found_at[pos] = n
-                        rows[pos] = entry + n
+                    if pos is None:
+                        continue
+                    if flagged[n]:  # NaN, infinity, zeros: re-embedded, not handed on
+                        bad.add(pos)
+                        found_at.pop(pos, None)
+                        rows[pos] = None
+                        continue
+                    bad.discard(pos)
+                    found_at[pos] = n
+                    rows[pos] = entry + n
                 if found_at:
                     picks = list(found_at.values())
                     whole = picks == list(range(len(matrix)))  # usual: no 6 MB gather
@@ -164,9 +181,10 @@ class VectorFile:
         except VmemError as exc:
             # An append cut short leaves whole entries before the damage (the count is
             # written last): keep those, so a crash costs a few embeddings, not all of them.
-            salvaged = self._entries(None)
+            salvaged, unusable = self._entries(None)
             if not salvaged:
                 return VectorFileState(nothing, str(exc), False)
+            bad = {pos for pos, seg in enumerate(ids) if seg in unusable}
             present = [pos for pos, seg in enumerate(ids) if seg in salvaged]
             rows = [None] * len(ids)
             for i in range(0, len(present), 4096):
@@ -175,46 +193,68 @@ class VectorFile:
             for n, pos in enumerate(present):
                 rows[pos] = n
             kept = f"{exc}; kept the {len(present)} vectors of whole entries, re-embedding the rest"
-            return VectorFileState(rows, kept, False)
+            return VectorFileState(rows, kept, False, tuple(sorted(bad)))
         missing = sum(r is None for r in rows)
-        reason = f"{missing} of {len(ids)} segments have no vector in it" if missing else None
-        return VectorFileState(rows, reason, True)
+        reasons = []
+        if bad:
+            reasons.append(
+                f"{len(bad)} vectors are not usable (NaN, infinite, all zeros or an absurd norm)"
+            )
+        if missing > len(bad):
+            reasons.append(f"{missing - len(bad)} of {len(ids)} segments have no vector in it")
+        reason = "; ".join(reasons) or None
+        return VectorFileState(rows, reason, True, tuple(sorted(bad)))
 
-    def _entries(self, last: int | None) -> dict[str, np.ndarray]:
-        """Whole entries of a file with a valid header: all of them, or the ``last`` few.
+    def _entries(self, last: int | None) -> tuple[dict[str, np.ndarray], set[str]]:
+        """Whole entries of a file with a valid header, all of them or the ``last`` few: the
+        usable vectors by id, and the ids whose vector is not usable.
 
         Trusts neither the count nor the length alone: reads what both allow.
         """
         entry = vmem_entry_size(self.dim)
         try:
-            with open(self.path, "rb") as handle:
+            with os.fdopen(open_nonblocking(self.path, os.O_RDONLY), "rb") as handle:
                 magic, version, dim, count = VMEM_HEADER.unpack(handle.read(VMEM_HEADER.size))
                 whole = min(count, (os.fstat(handle.fileno()).st_size - VMEM_HEADER.size) // entry)
                 take = whole if last is None else min(whole, last)
                 handle.seek(VMEM_HEADER.size + (whole - take) * entry)
                 data = handle.read(take * entry)
-        except (OSError, struct.error):
-            return {}
+        except (OSError, StoreFileError, struct.error):
+            return {}, set()
         if (magic, version, dim) != (VMEM_MAGIC, VMEM_VERSION, self.dim):
-            return {}
+            return {}, set()
         dtype = np.dtype([("id", "u1", (16,)), ("vec", "<f4", (self.dim,))])
         records = np.frombuffer(data, dtype=dtype, count=len(data) // entry)
         raw_ids = records["id"].tobytes()
         vecs = np.array(records["vec"], dtype=np.float32)
-        return {
-            str(uuid.UUID(bytes=raw_ids[16 * n : 16 * n + 16])): vecs[n] for n in range(len(vecs))
-        }
+        flagged = bad_vector_rows(vecs)
+        good: dict[str, np.ndarray] = {}
+        bad: set[str] = set()
+        for n in range(len(vecs)):  # the last entry of an id wins, as in load()
+            key = str(uuid.UUID(bytes=raw_ids[16 * n : 16 * n + 16]))
+            if flagged[n]:
+                good.pop(key, None)
+                bad.add(key)
+            else:
+                bad.discard(key)
+                good[key] = vecs[n]
+        return good, bad
 
-    def tail(self, ids: list[str]) -> dict[str, np.ndarray]:
-        """Vectors of ``ids`` found among the last entries of a healthy file.
+    def tail(self, ids: list[str]) -> tuple[dict[str, np.ndarray], set[str]]:
+        """Vectors of ``ids`` found among the last entries of a healthy file, and the ids
+        among them whose vector there is not usable (the file is then marked dirty).
 
         Another process appends its vectors right after its lines, so segments it just added
         are found here instead of being embedded again. Missing ones are simply absent.
         """
-        if not ids or vmem_status(self.path, self.dim) is not None:
-            return {}
+        if not ids or vmem_status(self.path, self.dim, values=False) is not None:
+            return {}, set()
         wanted = set(ids)
-        return {k: v for k, v in self._entries(2 * len(ids) + 64).items() if k in wanted}
+        good, bad = self._entries(2 * len(ids) + 64)
+        bad &= wanted
+        if bad:
+            self.dirty = True  # the next write rewrites the file without them
+        return {k: v for k, v in good.items() if k in wanted}, bad
 
     def _write_meta(self) -> None:
         if not self._meta_ok:
@@ -251,7 +291,7 @@ class VectorFile:
                 if before is not None:  # entries go first, the count last: cut them off
                     with contextlib.suppress(OSError):
                         os.truncate(self.path, before)
-                    self.dirty = vmem_status(self.path, self.dim) is not None
+                    self.dirty = vmem_status(self.path, self.dim, values=False) is not None
                 raise
         all_ids, all_matrix = everything()
         self.rewrite(all_ids + ids, np.vstack([all_matrix, matrix]))
