@@ -126,6 +126,11 @@ def main() -> None:
         print("\n== raw store, 20,000 segments ==")
         run_store_bench()
 
+    from .bounds import run_bounds_bench
+
+    print("\n== bounded cost on huge input (each case in a fresh process) ==")
+    run_bounds_bench()
+
     from .runtime import run_runtime_bench
 
     print("\n== context hook, 2,000 messages, 20,000 archived segments ==")

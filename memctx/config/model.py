@@ -371,6 +371,14 @@ class MemoryContextConfig(_Model):
     it (one segment each, a fifth shared with the next), so a question about one line of a
     5,000-token tool output finds that part, and the recall block shows that part instead of
     the output's head. 0 archives every message whole, as the seed does."""
+    archive_max_message_chars: Annotated[int, _rule(lambda v: v >= 4096, "an integer >= 4096")] = (
+        131_072
+    )
+    """Characters of one message indexed at most. A longer message (a multi-MB tool output)
+    is archived as its head and tail, half of this each, with a note naming
+    ``tool-output/<name>.json`` in the store, where the middle is kept whole (redacted): one
+    message costs a hook bounded work and memory, and nothing is lost. Messages up to 1.5x
+    this are indexed whole."""
     max_segments: PositiveInt = 20000
     """Raw store capacity; the oldest segments are evicted beyond it."""
     cross_session: bool = False

@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,18 +48,43 @@ from memctx.store import (
     KnowledgeStore,
     RawStore,
     memory_search,
+    read_output_ref,
+    resolve_store_dir,
     validate_name,
+    validate_role,
     validate_session_id,
+    write_output_ref,
 )
-from memctx.text import Redactor, chunk_text, tokenize
+from memctx.text import Redactor, tokenize
 from memctx.trim import IntArray, MessageFacts
 
 from .archive_keys import KeySet, archive_text, message_time
+from .pieces import message_pieces
 from .worker import BackgroundWorker
 
 __all__ = ["Archive", "archive_text", "message_time"]
 
 logger = logging.getLogger("memctx")
+
+# What one hook archives before it returns; the rest goes to the background worker in
+# batches. A session's first call can trim tens of thousands of messages at once (50,000 in
+# one history took 12 s to archive inline): the hook stays bounded, and the messages become
+# recallable as soon as the worker has written them.
+_SYNC_MESSAGES = 2_000
+_SYNC_CHARS = 1_000_000
+_BATCH_MESSAGES = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """One message to archive, read: its key, and what its segments are made of."""
+
+    key: Hashable
+    role: str
+    text: str
+    stamp: float
+    turn: int | None
+    name: str | None
 
 
 class Archive:
@@ -78,7 +104,7 @@ class Archive:
     ) -> None:
         self._session = validate_session_id(session_id)
         self._config = config
-        self._dir = Path(store_dir)
+        self._dir = resolve_store_dir(store_dir)  # one reading of '~' for every file
         self._embedder = embedder
         self._llm = llm
         self._worker = worker
@@ -91,10 +117,11 @@ class Archive:
         # message key -> its segment ids (one per chunk; empty: nothing stored)
         self._seg_of: dict[Hashable, tuple[str, ...]] = {}
         self._pending: dict[Hashable, list[dict[str, Any]]] = {}  # message key -> not yet stored
+        self._queued: Counter[Hashable] = Counter()  # message key -> batches queued, unsearched
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
         self._compaction_queued = False
         self._done = KeySet()  # trim-cache keys of trimmed messages already archived
-        self._held: list[tuple[list[Hashable], list[dict[str, Any]]]] | None = None
+        self._held: list[Callable[[], object]] | None = None  # writes queued in a hook
         self.counts: Counter[str] = Counter()
         self.extraction: dict[str, float] = {}
 
@@ -219,8 +246,12 @@ class Archive:
         pairs = zip([context[i] for i in new_at], turns[fresh].tolist(), strict=True)
         self._store(pairs, known)
         with self._mutex:
-            held = [k for k in keys[fresh].tolist() if k in self._seg_of or k in self._pending]
+            held = [k for k in keys[fresh].tolist() if self._known(k)]
         self._done.add(held)
+
+    def _known(self, key: Hashable) -> bool:
+        """Whether the message is archived, pending or queued (caller holds the mutex)."""
+        return key in self._seg_of or key in self._pending or key in self._queued
 
     def compacted(self, messages: Sequence[dict[str, Any]]) -> None:
         """Archive messages about to be compacted, then queue knowledge extraction."""
@@ -236,14 +267,13 @@ class Archive:
         pairs: Iterable[tuple[dict[str, Any], int | None]],
         known: Mapping[int, MessageFacts],
     ) -> list[str]:
-        keys: list[Hashable] = []
-        items: list[dict[str, Any]] = []
+        sources: list[_Source] = []
         now = self._clock()
         with self._mutex:
-            seen = set(keys)
+            seen: set[Hashable] = set()
             for message, turn in pairs:
                 key = self.key_of(message, known)
-                if key in self._seg_of or key in self._pending or key in seen:
+                if self._known(key) or key in seen:
                     continue  # archived on an earlier turn: the usual case, keep it cheap
                 facts = known.get(id(message))
                 if facts.recalled if facts is not None else is_recalled_block(message):
@@ -251,22 +281,24 @@ class Archive:
                     continue
                 seen.add(key)
                 info = facts.info if facts is not None else self._infos.info(message)
+                role = _role(info.role)
+                if role is None:
+                    # One unreadable message must not cost the batch: skip it, count it.
+                    self.counts["bad_messages_skipped"] += 1
+                    self._seg_of[key] = ()
+                    continue
                 text = archive_text(info)
                 if not text.strip():
                     self._seg_of[key] = ()  # nothing to archive; do not look again
                     continue
                 stamp = message_time(message, now)
-                for piece in chunk_text(text, self._config.archive_chunk_tokens):
-                    item = {
-                        "session_id": self._session,
-                        "role": info.role or "unknown",
-                        "content": piece,
-                        "timestamp": stamp,
-                        "turn": turn,
-                        "name": _speaker(message),
-                    }
-                    keys.append(key)
-                    items.append(item)
+                sources.append(_Source(key, role, text, stamp, turn, _speaker(message)))
+        if not sources:
+            return []
+        now_part, later = _split_for_hook(sources)
+        if later:
+            self._queue_later(later)
+        keys, items = self._items(now_part)
         if not items:
             return []
         if self.cheap_embedder:
@@ -277,10 +309,69 @@ class Archive:
             # Under the mutex: the block's end either sees this batch or we see it ended.
             held = self._held
             if held is not None:
-                held.append((keys, items))
+                held.append(partial(self._write, keys, items))
         if held is None:
             self._worker.submit(partial(self._write, keys, items), "archive")
         return []
+
+    def _items(self, sources: Sequence[_Source]) -> tuple[list[Hashable], list[dict[str, Any]]]:
+        """The segments of ``sources`` (redacted, bounded, chunked); oversized middles are
+        queued to be kept whole on the worker."""
+        keys: list[Hashable] = []
+        items: list[dict[str, Any]] = []
+        for src in sources:
+            pieces = message_pieces(
+                src.text,
+                redactor=self._redactor,
+                chunk_tokens=self._config.archive_chunk_tokens,
+                max_chars=self._config.archive_max_message_chars,
+            )
+            if pieces.overflow is not None:
+                self.counts["oversized_messages"] += 1
+                first, last = pieces.overflow_lines
+                keep = partial(
+                    self._keep_output,
+                    pieces.overflow_name,
+                    pieces.overflow,
+                    f"{src.role} message, lines {first}-{last}",
+                )
+                self._worker.submit(keep, "output_ref")
+            base = {"session_id": self._session, "role": src.role, "timestamp": src.stamp}
+            for piece in pieces.chunks:
+                keys.append(src.key)
+                items.append({**base, "content": piece, "turn": src.turn, "name": src.name})
+        return keys, items
+
+    def _queue_later(self, sources: list[_Source]) -> None:
+        """Archive ``sources`` on the worker, a batch at a time, unsearched until written."""
+        self.counts["archive_deferred"] += len(sources)
+        with self._mutex:
+            self._queued.update(src.key for src in sources)
+            for start in range(0, len(sources), _BATCH_MESSAGES):
+                job = partial(self._write_later, sources[start : start + _BATCH_MESSAGES])
+                if self._held is not None:
+                    self._held.append(job)
+                else:
+                    self._worker.submit(job, "archive")
+
+    def _write_later(self, sources: Sequence[_Source]) -> None:
+        """A deferred batch, on the worker: cut, redact and write."""
+        try:
+            keys, items = self._items(sources)
+            if items:
+                self._write(keys, items)
+        finally:
+            with self._mutex:
+                for src in sources:
+                    self._queued[src.key] -= 1
+                    if self._queued[src.key] <= 0:
+                        del self._queued[src.key]
+
+    def _keep_output(self, name: str, middle: str, what: str) -> None:
+        """Redact the middle of an oversized message and keep it whole (worker)."""
+        text = self._redactor.redact(middle) if self._redactor is not None else middle
+        write_output_ref(self._dir, name, text, what=what)
+        self.counts["output_refs"] += 1
 
     @contextmanager
     def writes_after(self) -> Iterator[None]:
@@ -297,8 +388,8 @@ class Archive:
         finally:
             with self._mutex:
                 held, self._held = self._held or [], None
-            for keys, items in held:
-                self._worker.submit(partial(self._write, keys, items), "archive")
+            for job in held:
+                self._worker.submit(job, "archive")
 
     def _write(self, keys: list[Hashable], items: list[dict[str, Any]]) -> list[str]:
         try:
@@ -396,6 +487,9 @@ class Archive:
         seconds = self.extraction.get("seconds", 0.0) + time.perf_counter() - start
         self.extraction["seconds"] = seconds
 
+    def read_output(self, ref: str) -> str:
+        return read_output_ref(self._dir, ref)
+
     def memory_search(self, query: str, limit: int) -> list[dict[str, Any]]:
         return memory_search(
             self.raw,
@@ -427,6 +521,29 @@ class Archive:
     def close(self) -> None:
         if self._raw is not None:
             self._raw.close()
+
+
+def _split_for_hook(sources: list[_Source]) -> tuple[list[_Source], list[_Source]]:
+    """The messages to archive in the hook (the newest, up to its budget) and the rest."""
+    chars = 0
+    cut = len(sources)
+    while cut > 0:
+        size = len(sources[cut - 1].text)
+        taken = len(sources) - cut
+        if taken and (taken >= _SYNC_MESSAGES or chars + size > _SYNC_CHARS):
+            break
+        chars += size
+        cut -= 1
+    return sources[cut:], sources[:cut]
+
+
+def _role(role: str | None) -> str | None:
+    """The role as the store keeps it (``unknown`` when the message has none), or ``None``
+    for a role the store refuses (``"tool result"``, a NUL, a surrogate)."""
+    try:
+        return validate_role(role or "unknown")
+    except StoreError:
+        return None
 
 
 def _speaker(message: Mapping[str, Any]) -> str | None:

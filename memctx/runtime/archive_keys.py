@@ -10,6 +10,7 @@ test for the ~2,000 messages a long session trims every turn is one numpy gather
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -65,13 +66,15 @@ def archive_text(info: MessageInfo) -> str:
 def message_time(message: dict[str, Any], default: float) -> float:
     """The message's own ``timestamp`` (epoch s or ms, or ISO 8601), else ``default``."""
     value = message.get("timestamp")
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int | float):
-        return float(value) / 1000.0 if value > 1e12 else float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
+    try:
+        if isinstance(value, bool):
             return default
-    return default
+        if isinstance(value, int | float):
+            stamp = float(value) / 1000.0 if value > 1e12 else float(value)
+        elif isinstance(value, str) and len(value) <= 64:
+            stamp = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        else:
+            return default
+    except (ValueError, OverflowError, OSError):  # 10**400, "2026-13-45", year 10**6
+        return default
+    return stamp if math.isfinite(stamp) else default  # NaN or inf: the store refuses it

@@ -23,7 +23,11 @@ compactor's job.
 
 Both hooks hold the engine's lock (hooks of one session run one at a time, from any thread)
 and never raise: a failure is logged, counted in :meth:`MemoryContext.stats` and the hook
-returns the messages it was given.
+returns the messages it was given. The store is not needed to keep a context inside its
+window: when archiving or recall fails (disk full, a read-only or damaged store), the turn
+still trims and repairs, without archive or recall, and the failure is counted
+(``archive_failures``, ``recall_failures``). An unreadable message (a role the store
+refuses, a non-dict in a compaction batch) is skipped and counted; the rest is archived.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from memctx.config import MemoryContextConfig
+from memctx.errors import StoreError
 from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_tool_pairing
 from memctx.recall import (
     RecallBlock,
@@ -51,6 +56,7 @@ from memctx.recall import (
     recall_message,
 )
 from memctx.retrieval import Embedder, SearchParams
+from memctx.store import resolve_store_dir
 from memctx.trim import IntArray, ReadInfos, TrimCache, trim_read
 
 from .archive import Archive
@@ -67,6 +73,7 @@ _DETAIL_CANDIDATES = 32  # details searched first each turn; the cap decides how
 _MAX_DETAIL_CANDIDATES = 512  # ... and at most, when short ones leave room in the cap
 _FILLED = 0.9  # a block this full of its cap needs no more candidates
 _EMPTY_BLOCK = RecallBlock("", (), (), 0, 0, 0)
+_OUTPUT_WAIT_S = 60.0
 
 
 class MemoryContext:
@@ -152,7 +159,7 @@ class MemoryContext:
         trimmed messages and extracted facts would live in two caches. Arguments other than
         the key apply only when the engine is created. :meth:`close` forgets it.
         """
-        key = (str(Path(store_dir).expanduser().resolve()), session_id)
+        key = (str(resolve_store_dir(store_dir)), session_id)
         with _REGISTRY_LOCK:
             engine = _REGISTRY.get(key)
             if engine is None or engine._closed:
@@ -190,17 +197,50 @@ class MemoryContext:
         """Archive ``messages`` (about to be compacted) and queue knowledge extraction."""
         with self._timer("on_before_compact"), self._lock:
             try:
-                _check_messages(messages)
+                if not isinstance(messages, list):
+                    raise TypeError(
+                        f"messages must be a list of message dicts, got {type(messages).__name__}"
+                    )
+                batch = [m for m in messages if isinstance(m, dict)]
+                if len(batch) < len(messages):  # skip what is not a message, keep the rest
+                    self._counts["bad_messages_skipped"] += len(messages) - len(batch)
                 if self.config.enabled:
-                    self._archive.compacted(messages)
+                    self._archive.compacted(batch)
                 self._counts["on_before_compact"] += 1
             except Exception as exc:
                 self._fail("on_before_compact", exc)
 
     def memory_search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """The ``memory_search`` tool: ``[{content, score, session_id, turn}]``, at most 20."""
+        """The ``memory_search`` tool: ``[{content, score, session_id, turn}]``, at most 20.
+
+        Raises:
+            TypeError: ``query`` is not a string or ``limit`` not an int.
+            StoreError: The store cannot be read (the message says why).
+        """
+        if not isinstance(query, str):
+            raise TypeError(
+                f"memory_search query must be a string, got {type(query).__name__}: pass the "
+                "text to search for"
+            )
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"memory_search limit must be an int, got {type(limit).__name__}")
         with self._lock:
             return self._archive.memory_search(query, limit)
+
+    def read_output_ref(self, ref: str) -> str:
+        """The whole text an archived note names (``tool-output/<name>.json``): the middle
+        of a message too large to index, kept redacted in the store.
+
+        Raises:
+            StoreError: The ref is malformed or its file is missing or damaged.
+        """
+        try:
+            return self._archive.read_output(ref)
+        except StoreError:
+            if not self._worker.pending:
+                raise
+            self._worker.wait_idle(_OUTPUT_WAIT_S)  # the worker may not have written it yet
+            return self._archive.read_output(ref)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -250,6 +290,17 @@ class MemoryContext:
         self._counts[f"{hook}_failures"] += 1
         self._last_error = f"{hook}: {type(exc).__name__}: {exc}"
         logger.warning("memctx %s failed; messages passed through unchanged", hook, exc_info=exc)
+
+    def _degraded(self, part: str, exc: BaseException) -> None:
+        """Count a failure of ``part`` (archive, recall) that the turn survives without it.
+
+        Logged the first time and whenever the error changes: a full disk fails every turn.
+        """
+        self._counts[f"{part}_failures"] += 1
+        error = f"{part}: {type(exc).__name__}: {exc}"
+        if error != self._last_error:
+            logger.warning("memctx %s failed; the turn goes on without it", part, exc_info=exc)
+        self._last_error = error
 
     def _context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         _check_messages(messages)
@@ -310,7 +361,10 @@ class MemoryContext:
                 self._counts["trimmed_messages"] += len(result.trimmed)
                 at = np.asarray(result.trimmed_at, dtype=np.int64)
                 turns = turn_at[at] if turn_at is not None else at
-                self._archive.trimmed(base, state.facts, at, state.keys[at], turns)
+                try:
+                    self._archive.trimmed(base, state.facts, at, state.keys[at], turns)
+                except Exception as exc:  # trimming needs no disk: send the trimmed context
+                    self._degraded("archive", exc)
                 kept_at = np.asarray(result.kept_at, dtype=np.int64)
                 kept_keys = state.keys[kept_at[kept_at >= 0]]
                 if len(kept_at) and kept_at.min() < 0:
@@ -320,7 +374,10 @@ class MemoryContext:
                 query = build_query(kept, infos)
         block = None
         if len(query.strip()) >= 3:
-            block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
+            try:
+                block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
+            except Exception as exc:  # no recall this turn is better than no turn
+                self._degraded("recall", exc)
         out = insert_recall(kept, block, infos)
         if block is not None:
             total += count(block)

@@ -11,6 +11,7 @@ import pytest
 
 from memctx import MemoryContextConfig
 from memctx.errors import StoreError
+from memctx.messages import recalled_block_text
 from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
@@ -103,7 +104,7 @@ def test_on_context_is_idempotent(tmp_path: Path) -> None:
 
 
 def test_old_recalled_blocks_are_replaced_and_never_archived(tmp_path: Path) -> None:
-    stale = {"role": "user", "content": '<recalled-context source="memory-context">OLD SECRET'}
+    stale = {"role": "user", "content": recalled_block_text("OLD SECRET")}
     msgs = long_session()
     msgs.insert(1, stale)
     with engine(tmp_path) as mem:
@@ -157,10 +158,17 @@ def test_compaction_hook_archives_and_extracts_knowledge(tmp_path: Path) -> None
 def test_hooks_never_raise_on_malformed_input_and_return_it(tmp_path: Path, bad: Any) -> None:
     with engine(tmp_path) as mem:
         assert mem.on_context(bad) is bad
+        counts = mem.stats()["counts"]
+        assert counts["on_context_failures"] == 1
+        assert "TypeError" in mem.stats()["last_error"]
         assert mem.on_before_compact(bad) is None
         counts = mem.stats()["counts"]
-        assert counts["on_context_failures"] == 1 and counts["on_before_compact_failures"] == 1
-        assert "TypeError" in mem.stats()["last_error"]
+        if isinstance(bad, list):  # a batch: what is not a message is skipped, the rest kept
+            skipped = sum(not isinstance(m, dict) for m in bad)
+            assert counts["bad_messages_skipped"] == skipped
+            assert "on_before_compact_failures" not in counts
+        else:
+            assert counts["on_before_compact_failures"] == 1
 
 
 def test_an_internal_failure_returns_the_input_and_is_counted(
@@ -308,7 +316,7 @@ def test_store_compaction_runs_on_the_worker_never_in_the_hook(
 
 def test_turns_of_archived_messages_are_their_positions_in_the_input(tmp_path: Path) -> None:
     msgs = long_session()
-    recalled = {"role": "user", "content": "<recalled-context>\nold\n</recalled-context>"}
+    recalled = {"role": "user", "content": recalled_block_text("old")}
     with_block = [msgs[0], recalled, *msgs[1:]]
     with engine(tmp_path) as mem:
         mem.on_context(with_block)
