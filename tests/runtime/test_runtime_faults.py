@@ -289,3 +289,84 @@ def test_archive_output_is_deterministic_for_the_same_input(tmp_path: Path) -> N
         names.append(sorted(p.name for p in (tmp_path / str(run) / "tool-output").iterdir()))
     assert names[0] == names[1] and len(names[0]) == 1
     assert np.all([n.endswith(".json") for n in names[0]])
+
+
+# --- the reported reproducers, one each ---------------------------------------------------------
+
+
+def _rsa_4096_body(seed: int) -> list[str]:
+    import base64
+    import random as _random
+
+    data = base64.b64encode(_random.Random(seed).randbytes(2_350)).decode()
+    return [data[i : i + 64] for i in range(0, len(data), 64)]
+
+
+def test_a_private_key_after_sixty_log_lines_is_masked_whole(tmp_path: Path) -> None:
+    # ``cat ~/.ssh/id_rsa`` after 60 log lines: chunked first, the chunks after the one with
+    # the BEGIN line held 36 of 50 body lines raw. Redacted whole first, none is stored.
+    body = _rsa_4096_body(7)
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END RSA PRIVATE KEY-----"
+    output = _log(60) + "\n$ cat ~/.ssh/id_rsa\n" + key + "\n$ echo done\ndone"
+    messages = [
+        {"role": "user", "content": "show me the deploy key"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "sh"}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}],
+        },
+    ]
+    with engine(tmp_path) as mem:
+        mem.on_before_compact(messages)
+        mem.wait_idle(30)
+    segments = _segments(tmp_path)
+    assert len(segments) > 2  # it was chunked
+    stored = "\n".join(s["content"] for s in segments)
+    assert [line for line in body if line in stored] == []
+    assert "BEGIN RSA PRIVATE KEY" in stored and "INFO worker[3] batch 3" in stored
+
+
+def test_a_secret_across_a_cut_inside_a_long_line_is_masked(tmp_path: Path) -> None:
+    # Lines over a chunk's length are cut with no overlap: a token straddling the cut was
+    # missed in both halves.
+    token = "glpat-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn"
+    for offset in (1_190, 1_195, 1_199):
+        line = "x" * offset + " GITLAB_TOKEN=" + token + " " + "y" * 3_000
+        with engine(tmp_path / str(offset)) as mem:
+            mem.on_before_compact([{"role": "user", "content": line}])
+            mem.wait_idle(30)
+        stored = "".join(s["content"] for s in _segments(tmp_path / str(offset)))
+        assert "Ab1Cd2Ef3Gh4" not in stored and "Ij5Kl6Mn" not in stored
+
+
+def test_an_unreadable_knowledge_file_does_not_switch_trimming_off(tmp_path: Path) -> None:
+    history = session("a", 40, tool_words=150, seed=5)
+    (tmp_path / "knowledge.jsonl").mkdir(parents=True)  # a directory where the file goes
+    with engine(tmp_path) as mem:
+        mem.on_before_compact(history[:40])
+        outs = [mem.on_context(history[:end]) for end in range(60, len(history) + 1, 20)]
+        mem.wait_idle(30)
+        counts = mem.stats()["counts"]
+    assert "on_context_failures" not in counts
+    for out in outs:
+        assert estimate_messages_tokens(out) <= WINDOW and not pairing_violations(out)
+
+
+def test_store_dir_is_read_once_and_never_blank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError, match="store_dir must be a non-empty path"):
+        MemoryContext(store_dir="", session_id="s1")
+    with MemoryContext(
+        MemoryContextConfig(enabled=True, knowledgeExtraction=True),
+        store_dir="~/.memctx/store",
+        session_id="s1",
+        embedder=HashEmbedder(),
+    ) as mem:
+        mem.on_before_compact([{"role": "user", "content": "Decision: use PostgreSQL 16."}])
+        mem.wait_idle(30)
+    home_store = tmp_path / "home" / ".memctx" / "store"
+    assert (home_store / "segments.jsonl").is_file() and (home_store / "knowledge.jsonl").exists()
+    assert not (tmp_path / "~").exists()  # nothing under a directory literally named ~
