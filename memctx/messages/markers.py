@@ -10,8 +10,6 @@ shapes, so a new marker is recognised everywhere at once.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -27,19 +25,14 @@ __all__ = [
 ]
 
 RECALLED_CONTEXT_TAG: Final = "<recalled-context"
-# The block's opening tag carries a checksum of its body. A tag at the start of a text is
-# something a user can produce by accident (a file that begins with it, read by a tool, or a
-# block pasted into a question about memctx); a body whose checksum matches is not. Only the
-# exact shape memctx writes is its own, and only its own blocks are dropped and never archived.
-_OPEN_PREFIX: Final = f'{RECALLED_CONTEXT_TAG} source="memory-context" check="'
-_CLOSE: Final = "</recalled-context>"
-_CHECK_LEN: Final = 12
-_BLOCK_RE: Final = re.compile(
-    re.escape(_OPEN_PREFIX)
-    + rf'(?P<check>[0-9a-f]{{{_CHECK_LEN}}})">\n(?P<body>.*)\n'
-    + re.escape(_CLOSE),
-    re.DOTALL,
-)
+# memctx knows its own blocks by their exact shape: the whole text of a user message, opening
+# with this exact line (the attribute memctx writes) and closing with the closing tag. A text
+# that merely starts with the tag (a file read by a tool, a block quoted in a question) is the
+# conversation's and is kept. A checksum of the body in the tag was tried: it cost about four
+# tokens of the cap on every turn (measurably fewer LoCoMo evidence turns in the block) and
+# guarded only against a hand-edited copy pasted as a whole message, which is no accident.
+_OPEN: Final = f'{RECALLED_CONTEXT_TAG} source="memory-context">\n'
+_CLOSE: Final = "\n</recalled-context>"
 # What memctx's own compaction writes at the start of its summary message (seed 002).
 COMPACTED_PREFIX: Final = "[Context compacted]"
 COMPACTION_SUMMARY_PREFIXES: Final = (
@@ -51,18 +44,14 @@ COMPACTION_SUMMARY_PREFIXES: Final = (
 _SUMMARY_ROLES: Final = frozenset({"compactionSummary"})  # Pi's own message before conversion
 
 
-def _check(body: str) -> str:
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:_CHECK_LEN]
-
-
 def recalled_block_text(body: str) -> str:
-    """The text of a recall block around ``body``: the tags memctx writes, with the checksum
-    that lets :func:`is_recalled_block` know the block as memctx's own.
+    """The text of a recall block around ``body``: the exact frame memctx writes, which
+    :func:`is_recalled_block` knows as its own.
 
     Args:
         body: What goes between the tags (the ``<knowledge>`` and ``<detail>`` sections).
     """
-    return f'{_OPEN_PREFIX}{_check(body)}">\n{body}\n{_CLOSE}'
+    return f"{_OPEN}{body}{_CLOSE}"
 
 
 def _sole_text(message: Mapping[str, Any]) -> str | None:
@@ -84,18 +73,20 @@ def _sole_text(message: Mapping[str, Any]) -> str | None:
 def is_recalled_block(message: object) -> bool:
     """True for a ``<recalled-context>`` message that memctx injected itself.
 
-    Its exact shape: a user message whose only content is the text :func:`recalled_block_text`
-    writes, with a checksum that matches the body. Anything else, however it starts (a tool
-    result holding a file that begins with the tag, a user quoting a block), is the
-    conversation's own and is kept.
+    Its exact shape: a user message whose only content is a text :func:`recalled_block_text`
+    writes, from its opening line to its closing tag. Anything else, however it starts (a
+    tool result holding a file that begins with the tag, a user quoting a block with a
+    question around it), is the conversation's own and is kept.
     """
     if not isinstance(message, Mapping) or role_kind(message) is not RoleKind.USER:
         return False
     text = _sole_text(message)
-    if text is None or not text.startswith(_OPEN_PREFIX):
-        return False
-    m = _BLOCK_RE.fullmatch(text)
-    return m is not None and m.group("check") == _check(m.group("body"))
+    return (
+        text is not None
+        and len(text) >= len(_OPEN) + len(_CLOSE)
+        and text.startswith(_OPEN)
+        and text.endswith(_CLOSE)
+    )
 
 
 def is_compaction_summary(message: object, info: MessageInfo | None = None) -> bool:

@@ -2,12 +2,10 @@
 
 Format (seed 000's sections; details grouped by the conversation's own dates)::
 
-    <recalled-context source="memory-context" check="3f9a1c0b7e21">
-
+    <recalled-context source="memory-context">
     <knowledge>
     - [decision] Use Stripe for payment processing
     </knowledge>
-
     <detail>
     [2026-02-10]
     user: where do we verify the webhook signature?
@@ -17,7 +15,6 @@ Format (seed 000's sections; details grouped by the conversation's own dates)::
     [2026-02-12]
     user: ...
     </detail>
-
     </recalled-context>
 
 The text is what the cap pays for, so the format spends it on evidence. A header names each
@@ -73,6 +70,7 @@ __all__ = [
 GAP_MARKER = "…"
 _CUT_MARK = " …[cut]"
 _MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
+_FILL_PASSES = 6  # renders of the block to spend what the cost bounds left free
 _TRAILING_WS = re.compile(r"[ \t\r\f\v]+$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{2,}")
 
@@ -217,12 +215,12 @@ def _adjacent(before: RecallItem, after: RecallItem) -> bool:
 
 
 def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> str:
-    parts = [""]
+    parts = []
     if knowledge:
         ordered = sorted(knowledge, key=_by_score)
-        parts += ["<knowledge>", *(k.line for k in ordered), "</knowledge>", ""]
+        parts += ["<knowledge>", *(k.line for k in ordered), "</knowledge>"]
     if details:
-        parts += ["<detail>", _render_details(details), "</detail>", ""]
+        parts += ["<detail>", _render_details(details), "</detail>"]
     return recalled_block_text("\n".join(parts))
 
 
@@ -303,8 +301,8 @@ def build_recall_block(
     frame = count("<detail>\n</detail>\n") + 1
     _fill_details(candidates, d_budget - frame, count, chosen=by_score, days=days, multi=multi)
     # Each cost was an upper bound (a gap marker per item, a newline per line): what the
-    # rendered block leaves free goes to the next candidates, twice at most.
-    for _ in range(2):
+    # rendered block leaves free goes to the next candidates, until nothing more fits.
+    for _ in range(_FILL_PASSES):
         before = len(by_score)
         slack = cap_tokens - count(_render(kept_k, by_score))
         _fill_details(candidates, slack, count, chosen=by_score, days=days, multi=multi)

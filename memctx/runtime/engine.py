@@ -71,7 +71,6 @@ _REGISTRY: dict[tuple[str, str], MemoryContext] = {}
 _REGISTRY_LOCK = threading.Lock()
 _DETAIL_CANDIDATES = 32  # details searched first each turn; the cap decides how many are shown
 _MAX_DETAIL_CANDIDATES = 512  # ... and at most, when short ones leave room in the cap
-_FILLED = 0.9  # a block this full of its cap needs no more candidates
 _EMPTY_BLOCK = RecallBlock("", (), (), 0, 0, 0)
 _OUTPUT_WAIT_S = 60.0
 
@@ -430,8 +429,12 @@ class MemoryContext:
             )
             # Short messages (chat turns, one-line replies) can leave the cap half empty with
             # the usual number of candidates: look further while the search has more to give
-            # and the block has room for them, so the cap is spent on evidence.
-            short_of_room = block is not None and block.tokens < _FILLED * block.cap
+            # and the block has room for another detail of the size it shows, so the cap is
+            # spent on evidence. (A fixed fill share would stop a block of chat turns with
+            # room for several more, and search on for one of long chunks that has none.)
+            short_of_room = block is not None and block.cap - block.tokens >= _typical_cost(
+                block, self._tokens.count_text
+            )
             if not short_of_room or len(found) < limit or limit >= _MAX_DETAIL_CANDIDATES:
                 break
             limit *= 4
@@ -440,6 +443,15 @@ class MemoryContext:
         self._counts["recalls"] += 1
         self._counts["recall_tokens"] += block.tokens
         return recall_message(block, like)
+
+
+def _typical_cost(block: RecallBlock, count: Callable[[str], int]) -> int:
+    """Tokens of the median detail the block shows (one line each); a block of knowledge
+    alone has no size to go by and counts as full."""
+    if not block.details:
+        return block.cap + 1
+    costs = sorted(count(item.line) + 1 for item in block.details)
+    return costs[len(costs) // 2]
 
 
 def _check_messages(messages: object) -> None:

@@ -20,11 +20,12 @@ def test_the_block_memctx_writes_is_recognised_in_every_shape() -> None:
 
 def test_a_text_that_only_starts_with_the_tag_is_not_a_block() -> None:
     text = recalled_block_text(BODY)
-    old_style = '<recalled-context source="memory-context">\n' + BODY + "\n</recalled-context>"
-    tampered = text.replace("webhook", "payment")  # the body changed: the check fails
     cases: list[dict[str, Any]] = [
-        {"role": "user", "content": old_style},
-        {"role": "user", "content": tampered},
+        # Not the frame memctx writes: another source, a space before it, no closing tag.
+        {"role": "user", "content": text.replace("memory-context", "memory")},
+        {"role": "user", "content": " " + text},
+        {"role": "user", "content": text.removesuffix("</recalled-context>")},
+        {"role": "user", "content": '<recalled-context source="memory-context">'},
         {"role": "user", "content": text + "\nand what about this?"},  # a user quoting one
         {"role": "user", "content": "see this:\n" + text},
         {"role": "assistant", "content": text},

@@ -37,7 +37,7 @@ def test_format_matches_the_seed() -> None:
         4000,
     )
     assert block is not None
-    assert block.text.startswith('<recalled-context source="memory-context" check="')
+    assert block.text.startswith('<recalled-context source="memory-context">\n<knowledge>\n')
     assert is_recalled_block({"role": "user", "content": block.text})
     assert block.text.endswith("</recalled-context>")
     assert "<knowledge>\n- [decision] Use Stripe for payments\n</knowledge>" in block.text

@@ -451,3 +451,34 @@ def test_what_a_call_recalls_does_not_depend_on_the_workers_timing(tmp_path: Pat
     fast = play(slow_writes=False)
     assert any("src/pay/hook.py" in b for b in fast)
     assert play(slow_writes=True) == fast
+
+
+def test_a_block_of_short_turns_is_filled_until_no_detail_of_its_size_fits(
+    tmp_path: Path,
+) -> None:
+    # 600 chat turns of about 60 tokens that all match the question: the first 32 candidates
+    # fill 93 % of the cap, with room for two more. The search must go on until the room
+    # left is smaller than a typical detail (a fixed "90 % full" rule stopped there).
+    animals = ["cats", "dogs", "birds", "fish", "horses", "goats"]
+    turns = [
+        {
+            "role": "user" if i % 2 else "assistant",
+            "content": f"Day {i}: we talked about pets, {animals[i % len(animals)]} mostly, "
+            f"for {i % 7 + 1} minutes, " + " ".join(f"w{(i * 7 + j) % 97}" for j in range(28)),
+        }
+        for i in range(600)
+    ]
+    config = cfg(knowledgeExtraction=False)
+    with engine(tmp_path, config=config) as mem:
+        mem.on_before_compact(turns)
+        assert mem.wait_idle(60)
+        out = mem.on_context([{"role": "user", "content": "what did we say about pets?"}])
+        (block,) = [m for m in out if is_recalled_block(m)]
+        details = [
+            line
+            for line in block["content"].split("\n")
+            if line.startswith(("user: ", "assistant: "))
+        ]
+        room = mem.recall_cap - estimate_messages_tokens([block])
+        sizes = sorted(estimate_messages_tokens([{"role": "user", "content": d}]) for d in details)
+        assert room < sizes[len(sizes) // 2], (room, sizes[len(sizes) // 2], len(details))
