@@ -9,8 +9,10 @@ A rule names a metric and how far it may move in its allowed direction::
 The sign is the allowed direction of change and must point the "worse" way for the metric
 (:data:`memctx.harness.schema.HIGHER_IS_BETTER`); it may be left out. Records are matched by
 (suite, strategy, embedding). A record of the baseline missing from the run is a regression;
-a record new in the run is only noted. Any record with ``violations > 0`` fails the gate
-whatever the rules say.
+a record new in the run is only noted ("new, not gated"), and a strategy the baseline never
+ran (one added to the defaults, e.g. ``observation-masking``) is noted as one line: there is
+nothing to compare it with. Any record with ``violations > 0`` fails the gate whatever the
+rules say, new or not: an invariant holds without a baseline.
 
 :data:`DEFAULT_FAIL_ON` applies when only a baseline is given. Timing metrics
 (``hook_p50_ms``, ``hook_p95_ms``) are never gated by default: they depend on the machine
@@ -219,14 +221,39 @@ def new_records(summary: Mapping[str, Any], baseline: Mapping[str, Any]) -> list
     return [key for key in _by_key(summary) if key not in base]
 
 
+def _added_lines(added: Sequence[Key], known: Iterable[tuple[str, str]] | None) -> list[str]:
+    """New records, one line per strategy × embedding the baseline never ran, else per record
+    (every record on its own when the baseline's pairs are not ``known``)."""
+    old_pairs = None if known is None else set(known)
+    groups: dict[tuple[str, str], list[str]] = {}
+    lines: list[str] = []
+    for suite, strategy, embedding in added:
+        if old_pairs is None or (strategy, embedding) in old_pairs:
+            lines.append(f"    {suite}/{strategy}/{embedding}: new, not gated")
+        else:
+            groups.setdefault((strategy, embedding), []).append(suite)
+    for (strategy, embedding), in_suites in groups.items():
+        lines.append(
+            f"    {strategy}/{embedding}: new strategy, not in the baseline, not gated "
+            f"({len(in_suites)} record(s): {', '.join(in_suites)})"
+        )
+    return lines
+
+
 def format_regressions(
     regressions: Sequence[Regression],
     *,
     rules: Iterable[Rule] = (),
     added: Sequence[Key] = (),
     compared: int | None = None,
+    baseline_pairs: Iterable[tuple[str, str]] | None = None,
 ) -> str:
-    """The gate's verdict: PASS/FAIL, one line per regression, new records noted."""
+    """The gate's verdict: PASS/FAIL, one line per regression, new records noted.
+
+    ``baseline_pairs`` are the (strategy, embedding) pairs of the baseline: new records of
+    a pair it never ran are noted as one new strategy, the others one by one (all of them
+    one by one when it is ``None``).
+    """
     lines: list[str] = []
     rule_text = ", ".join(str(r) for r in rules)
     scope = f" over {compared} record(s)" if compared is not None else ""
@@ -238,8 +265,8 @@ def format_regressions(
     if rule_text:
         lines.append(f"  rules: {rule_text}; violations must be 0")
     if added:
-        lines.append(f"  note: {len(added)} record(s) not in the baseline (not gated):")
-        lines += [f"    {'/'.join(key)}" for key in added]
+        lines.append(f"  note: {len(added)} record(s) not in the baseline (new, not gated):")
+        lines += _added_lines(added, baseline_pairs)
     return "\n".join(lines)
 
 
@@ -291,6 +318,7 @@ def check_gate(run_dir: Path, baseline_file: Path, fail_on: str | None = None) -
         rules=rules,
         added=new_records(summary, baseline),
         compared=len(baseline.get("records", [])),
+        baseline_pairs={key[1:] for key in _by_key(baseline)},
     )
     print("\n".join([text, *_config_notes(summary, baseline)]))
     return 1 if regressions else 0

@@ -5,9 +5,9 @@ memory), plans one job per scenario × strategy × embedding × window, replays 
 process pool, and writes the run directory described in :mod:`memctx.harness.schema`:
 ``results.jsonl``, ``trace.jsonl``, ``summary.json`` (with provenance) and the report.
 
-Strategies that never search (``full``, ``truncate``) run once per scenario with embedding
-``"-"``: their numbers cannot depend on the embedder, and running them twice would only
-double the bill.
+Strategies that never search (``full``, ``truncate``, ``observation-masking``) run once per
+scenario with embedding ``"-"``: their numbers cannot depend on the embedder, and running
+them twice would only double the bill.
 """
 
 from __future__ import annotations
@@ -45,11 +45,13 @@ __all__ = [
 ]
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "datasets" / "v1"
-DEFAULT_STRATEGIES = ("full", "truncate", "memory-context")
+# observation-masking is the published baseline every design is measured against (keep the
+# last N tool outputs, mask older ones; JetBrains, "The Complexity Trap", 2025).
+DEFAULT_STRATEGIES = ("full", "truncate", "observation-masking", "memory-context")
 DEFAULT_EMBEDDINGS = ("hash", "transformer")
 QUICK_SCALE = 0.15
-# Strategies whose result cannot depend on the embedder.
-_EMBEDDING_FREE = frozenset({"full", "truncate"})
+# Strategies whose result cannot depend on the embedder (by name, settings aside).
+_EMBEDDING_FREE = frozenset({"full", "truncate", "observation-masking"})
 
 
 class EvalError(Exception):
@@ -196,12 +198,18 @@ def import_plugins(modules: Sequence[str]) -> None:
 
 
 def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_Job]:
-    from .strategies.base import STRATEGIES
+    from .strategies import STRATEGIES, parse_strategy
 
     import_plugins(options.plugins)
-    unknown = [s for s in options.strategies if s not in STRATEGIES]
+    unknown = [s for s in options.strategies if s.partition(":")[0] not in STRATEGIES]
     if unknown:
         raise EvalError(f"unknown strategy {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
+    names: dict[str, str] = {}
+    for strategy in options.strategies:
+        try:  # settings after the name (observation-masking:keepLast=5) are checked now
+            names[strategy] = parse_strategy(strategy)[0]
+        except ValueError as exc:
+            raise EvalError(str(exc)) from None
     bad = [e for e in options.embeddings if e not in DEFAULT_EMBEDDINGS]
     if bad or not options.embeddings:
         raise EvalError(f"embeddings must be among {DEFAULT_EMBEDDINGS}, got {bad or '[]'}")
@@ -213,9 +221,8 @@ def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_J
         for scenario in scenarios:
             for window in windows:
                 for strategy in options.strategies:
-                    embeddings = (
-                        (NO_EMBEDDING,) if strategy in _EMBEDDING_FREE else options.embeddings
-                    )
+                    free = names[strategy] in _EMBEDDING_FREE
+                    embeddings = (NO_EMBEDDING,) if free else options.embeddings
                     for embedding in embeddings:
                         jobs.append(_Job(len(jobs), suite, scenario, strategy, embedding, window))
     return jobs

@@ -202,3 +202,54 @@ def test_the_committed_baseline_passes_its_own_checks_and_gate(
     assert {r["embedding"] for r in summary["records"]} == {"-", "hash", "transformer"}
     assert check_gate(root, root / "summary.json") == 0
     assert "gate: PASS" in capsys.readouterr().out
+
+
+def _with_new_strategy(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    """``summary`` plus a strategy the baseline never ran (a copy of truncate's records)."""
+    run = copy.deepcopy(summary)
+    run["records"] += [
+        dict(r, strategy=name, recall_accuracy=0.0, cost_usd=1e9)
+        for r in summary["records"]
+        if r["strategy"] == "truncate"
+    ]
+    return run
+
+
+def test_a_strategy_new_in_the_run_is_noted_never_gated(
+    summary: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # observation-masking joined the default list after the baseline was made: its records
+    # have nothing to compare with, however they look.
+    run = _with_new_strategy(summary, "observation-masking")
+    assert compare(run, summary, parse_fail_on(DEFAULT_FAIL_ON)) == []
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "summary.json").write_text(json.dumps(run), encoding="utf-8")
+    (tmp_path / "base.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert check_gate(tmp_path / "run", tmp_path / "base.json") == 0
+    out = capsys.readouterr().out
+    assert "gate: PASS over 40 record(s)" in out
+    assert "note: 10 record(s) not in the baseline (new, not gated):" in out
+    assert (
+        "observation-masking/-: new strategy, not in the baseline, not gated (10 record(s): " in out
+    )
+    assert out.count("observation-masking") == 1  # one line, not one per record
+    # A new suite of a strategy the baseline ran is noted record by record.
+    text = format_regressions(
+        [], added=[("my-suite", "truncate", "-")], baseline_pairs=[("truncate", "-")]
+    )
+    assert "my-suite/truncate/-: new, not gated" in text
+
+
+def test_a_baseline_record_missing_still_fails_and_new_violations_still_fail(
+    summary: dict[str, Any],
+) -> None:
+    run = _with_new_strategy(summary, "observation-masking")
+    run["records"] = [r for r in run["records"] if r["strategy"] != "truncate"]
+    regressions = compare(run, summary, parse_fail_on(DEFAULT_FAIL_ON))
+    assert {r.key[1] for r in regressions} == {"truncate"} and len(regressions) == 10
+    assert all(r.metric == "record" for r in regressions)
+    # Invariants hold without a baseline: a violation in a new record fails the gate.
+    run = _with_new_strategy(summary, "observation-masking")
+    _record(run, "needle", "observation-masking", "-")["violations"] = 1
+    (violation,) = compare(run, summary, parse_fail_on(DEFAULT_FAIL_ON))
+    assert violation.describe() == "needle/observation-masking/-: violations = 1 (must be 0)"

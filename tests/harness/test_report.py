@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 import pytest
 from helpers.synthetic_run import SUITES, SyntheticRun, build_run, write_run
 
+from memctx.harness.report.notes import summary_model_note
 from memctx.harness.report.report import (
     RunDirError,
     format_terminal_table,
@@ -245,3 +247,85 @@ def test_tables_without_pooled_records_are_empty_not_a_crash() -> None:
     summary = {**run.summary, "records": [r for r in run.summary["records"] if r["suite"] != "all"]}
     text = format_terminal_table(summary)
     assert text.splitlines()[0].startswith("strategy") and headline_table(summary).rows == ()
+
+
+_OFFLINE_NOTE = (
+    "Summaries in this run were written by memctx/offline, memctx's deterministic extractive "
+    "model: summary-based strategies (memory-context) are measured with its summaries, not "
+    "with an LLM's."
+)
+
+
+def _with_masking(run: SyntheticRun) -> SyntheticRun:
+    """``run`` plus an ``observation-masking`` pair (truncate's rows under its name)."""
+    records = run.summary["records"]
+    records += [
+        dict(r, strategy="observation-masking") for r in records if r["strategy"] == "truncate"
+    ]
+    run.probes += [
+        dict(p, strategy="observation-masking") for p in run.probes if p["strategy"] == "truncate"
+    ]
+    run.calls += [
+        dict(c, strategy="observation-masking") for c in run.calls if c["strategy"] == "truncate"
+    ]
+    return run
+
+
+def test_the_report_says_the_offline_model_wrote_the_summaries(
+    reported: tuple[SyntheticRun, Path, list[Path]],
+) -> None:
+    _, run_dir, _ = reported
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    headline, _, rest = md.partition("## Recall accuracy by suite")
+    assert headline.rstrip().endswith(_OFFLINE_NOTE) and _OFFLINE_NOTE not in rest
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert html.escape(_OFFLINE_NOTE) in page.split("<h2>Recall accuracy by suite</h2>")[0]
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["no summary strategy", "no compaction", "another model", "summaries by the recorded agent"],
+)
+def test_the_summary_sentence_appears_only_when_it_is_true(change: str) -> None:
+    run = build_run()
+    records = run.summary["records"]
+    if change == "no summary strategy":
+        run.summary["records"] = [r for r in records if r["strategy"] != "memory-context"]
+    elif change == "no compaction":  # summary-based, but no summary was ever written
+        for record in records:
+            record["compactions"] = 0
+    elif change == "another model":
+        run.summary["config"]["overrides"] = {"extractionModel": "anthropic/claude-haiku-4-5"}
+    else:  # the hook strategy replays the compactions a transcript records, writes none
+        for record in records:
+            if record["strategy"] == "memory-context":
+                record["strategy"] = "memory-context-hook"
+    note = summary_model_note(run.summary)
+    if change == "another model":
+        assert note == (
+            "Summaries in this run were written by anthropic/claude-haiku-4-5 (extractionModel): "
+            "summary-based strategies (memory-context) are measured with that model's summaries."
+        )
+    else:
+        assert note is None
+    assert summary_model_note(build_run().summary) == _OFFLINE_NOTE
+
+
+def test_a_fourth_strategy_in_the_tables_checks_and_terminal(tmp_path: Path) -> None:
+    run = _with_masking(build_run())
+    run_dir = write_run(tmp_path / "run", run)
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "| observation-masking | - |" in md
+    assert suite_table(run.summary).header[2:] == (
+        "full", "truncate", "memory-context × hash", "memory-context × transformer",
+        "observation-masking",
+    )  # fmt: skip
+    checks = md.split("## Checks", 1)[1].split("##", 1)[0]
+    assert "FAIL" not in checks and "0 violations in all 45 records" in checks
+    assert _OFFLINE_NOTE in md  # observation-masking writes no summary: still memory-context
+    text = format_terminal_table(run.summary, run.probes)
+    assert [line.split()[0] for line in text.splitlines()[2:7]] == [
+        "full", "truncate", "memory-context", "memory-context", "observation-masking",
+    ]  # fmt: skip
+    assert "FAIL" not in text

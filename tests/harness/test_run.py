@@ -10,7 +10,7 @@ import pytest
 
 from memctx.cli import main
 from memctx.harness.gate import check_gate
-from memctx.harness.run import EvalError, EvalOptions, run_eval
+from memctx.harness.run import DEFAULT_STRATEGIES, EvalError, EvalOptions, run_eval
 from memctx.harness.schema import RECORD_METRICS, TIMING_KEYS
 
 SUITES = ("needle", "supersede")
@@ -55,6 +55,7 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
     for suite in (*SUITES, "all"):
         assert (suite, "full", "-") in keys
         assert (suite, "truncate", "-") in keys
+        assert (suite, "observation-masking", "-") in keys  # never searches: one record
         assert (suite, "memory-context", "hash") in keys
     for record in summary["records"]:
         assert set(RECORD_METRICS) <= set(record)
@@ -64,8 +65,8 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
     assert summary["config"]["suites"] == list(SUITES)
     rows = (baseline_run / "results.jsonl").read_text(encoding="utf-8").splitlines()
     probes = sum(v["probes"] for v in provenance["scenarios"].values())
-    # one row per probe for each of the three strategy x embedding pairs
-    assert len(rows) == 3 * probes
+    # one row per probe for each of the four strategy x embedding pairs
+    assert len(rows) == 4 * probes
 
 
 def test_same_command_gives_the_same_summary_apart_from_timing(
@@ -186,6 +187,26 @@ def test_progress_lines_count_jobs_and_estimate_the_rest(
 ) -> None:
     run_eval(_options(tmp_path / "p", suites=("needle",), progress=True))
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 3  # full, truncate, memory-context x hash
-    assert lines[0].startswith("[   1/3]") and "min left" in lines[0]
-    assert lines[-1].startswith("[   3/3]") and lines[-1].endswith("done")
+    assert len(lines) == 4  # full, truncate, observation-masking, memory-context x hash
+    assert lines[0].startswith("[   1/4]") and "min left" in lines[0]
+    assert lines[-1].startswith("[   4/4]") and lines[-1].endswith("done")
+
+
+def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert DEFAULT_STRATEGIES == ("full", "truncate", "observation-masking", "memory-context")
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert "observation-masking" in capsys.readouterr().out
+    # A bad setting is refused before anything runs, naming the fix.
+    with pytest.raises(EvalError, match=r"keepLast='x'.*integer >= 0"):
+        run_eval(_options(tmp_path / "bad", strategies=("observation-masking:keepLast=x",)))
+    assert not (tmp_path / "bad").exists()
+    # Two settings side by side: two records, neither per embedding.
+    variants = ("observation-masking", "observation-masking:keepLast=2")
+    run = run_eval(_options(tmp_path / "v", suites=("needle",), strategies=variants))
+    records = {(r["strategy"], r["embedding"]): r for r in _summary(run)["records"]}
+    ten, two = records[(variants[0], "-")], records[(variants[1], "-")]
+    assert two["tokens_per_call"] < ten["tokens_per_call"]
+    assert ten["violations"] == two["violations"] == 0 and ten["llm_tokens"] == 0

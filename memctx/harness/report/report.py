@@ -23,6 +23,7 @@ from memctx.transcripts import InputFileError, InputLine, check_input_file, open
 
 from ..schema import RECORD_METRICS
 from .checks import ALL, Check, pair_label, pairs, run_checks, suites
+from .notes import summary_model_note
 
 __all__ = [
     "RUN_FILES",
@@ -438,6 +439,7 @@ def _md(
         "All suites, one row per strategy × embedding. Recall accuracy counts probes whose "
         "context holds an expected answer (full: only probes whose context fits its window).",
         _md_table(headline_table(summary)),
+        *[said for said in [summary_model_note(summary)] if said],
         "## Recall accuracy by suite",
         _md_table(suite_table(summary)),
         "## Checks",
@@ -480,13 +482,15 @@ def _html(
         for c in checks
     )
     provenance = "".join(f"<li>{esc(line)}</li>" for line in _provenance_lines(summary))
+    said = summary_model_note(summary)
+    model_note = f"<p>{esc(said)}</p>" if said else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>memctx evaluation report</title><style>{_CSS}</style></head><body>"
         "<h1>memctx evaluation report</h1>"
         "<p>All suites, one row per strategy × embedding. Recall accuracy counts probes whose "
         "context holds an expected answer (full: only probes whose context fits its window)."
-        f"</p>{_html_table(headline_table(summary))}"
+        f"</p>{_html_table(headline_table(summary))}{model_note}"
         f"<h2>Recall accuracy by suite</h2>{_html_table(suite_table(summary))}"
         f"<h2>Checks</h2><ul>{check_items}</ul>"
         f"<h2>Charts</h2>{''.join(figures) or f'<p>{esc(note)}</p>'}"

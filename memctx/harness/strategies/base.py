@@ -21,17 +21,26 @@ which messages to send (:meth:`Strategy.prepare`). Built in:
   keeps every call within the window; compactions recorded in the transcript (a compaction
   summary after its start) are replayed through ``on_before_compact``. ``memctx replay``
   uses it by default on real sessions.
+- ``observation-masking``: the last N tool outputs verbatim, older ones replaced by a
+  one-line placeholder, no LLM (:mod:`memctx.harness.strategies.observation_masking`).
 
 Later issues add ``openclaw``, ``meerkat`` and ``planner`` with :func:`register_strategy`.
+
+A strategy name may carry settings, ``NAME:KEY=VALUE[,KEY=VALUE]`` (e.g.
+``observation-masking:keepLast=5``): the keys a strategy takes are declared when it is
+registered, parsed by :func:`parse_strategy` and handed over in :attr:`StrategySetup.params`.
+memctx's config (``--set``) has no place for a harness-only knob, and a name-borne setting
+lets two variants run side by side in one ``memctx eval`` as two records.
 Every strategy must be deterministic given its :class:`StrategySetup` (the engine supplies
 a deterministic clock and waits for background work outside the timed hooks).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,9 +56,12 @@ from memctx.messages import (
 __all__ = [
     "HOOK_STRATEGY",
     "STRATEGIES",
+    "STRATEGY_PARAMS",
+    "SUMMARY_STRATEGIES",
     "BaseStrategy",
     "FullStrategy",
     "Messages",
+    "ParamParser",
     "Prepared",
     "Strategy",
     "StrategyFactory",
@@ -57,6 +69,7 @@ __all__ = [
     "TruncateStrategy",
     "leading_blocks",
     "make_strategy",
+    "parse_strategy",
     "register_strategy",
 ]
 
@@ -77,6 +90,8 @@ class StrategySetup:
         counter: The job's token counter, shared with the engine (one cache).
         infos: The job's anatomy cache, shared with the engine.
         clock: Deterministic epoch seconds (the engine advances it per call).
+        params: Settings given with the strategy's name (``observation-masking:keepLast=5``),
+            parsed by the parsers the strategy registered; empty when none are given.
     """
 
     window: int
@@ -86,6 +101,7 @@ class StrategySetup:
     counter: TokenCounter
     infos: InfoCache
     clock: Callable[[], float]
+    params: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,31 +154,85 @@ class Strategy(Protocol):
 
 
 StrategyFactory = Callable[[StrategySetup], Strategy]
+ParamParser = Callable[[str], object]  # a setting's text -> its value; ValueError when bad
 STRATEGIES: dict[str, StrategyFactory] = {}
+STRATEGY_PARAMS: dict[str, dict[str, ParamParser]] = {}  # name -> {key: parser}
+# Strategies whose compaction summaries are written by ``extractionModel`` (the report says
+# which model that was: with memctx/offline they are extractive, not an LLM's).
+SUMMARY_STRATEGIES: set[str] = set()
 HOOK_STRATEGY = "memory-context-hook"  # memctx's hooks without agent compaction
+_SPEC_SYNTAX = "NAME:KEY=VALUE[,KEY=VALUE...], e.g. observation-masking:keepLast=5"
 
 
-def register_strategy(name: str, factory: StrategyFactory, *, replace: bool = False) -> None:
+def register_strategy(
+    name: str,
+    factory: StrategyFactory,
+    *,
+    replace: bool = False,
+    params: Mapping[str, ParamParser] | None = None,
+    summaries: bool = False,
+) -> None:
     """Make ``name`` available to the engine and to ``memctx eval --strategy``.
 
+    Args:
+        name: The strategy's name (no ``:``: that starts its settings).
+        factory: Builds one instance from a :class:`StrategySetup`.
+        replace: Allow replacing a registered name.
+        params: The settings the strategy takes after its name (``NAME:KEY=VALUE``), each
+            with a parser from text; they reach the factory as ``setup.params``.
+        summaries: The strategy compacts with summaries written by ``extractionModel``.
+
     Raises:
-        ValueError: The name is empty, or taken and ``replace`` is false.
+        ValueError: The name is empty, holds ``:``, or is taken and ``replace`` is false.
     """
-    if not name or (name in STRATEGIES and not replace):
-        raise ValueError(f"strategy name {name!r} is empty or already registered")
+    if not name or ":" in name or (name in STRATEGIES and not replace):
+        raise ValueError(f"strategy name {name!r} is empty, holds ':' or is already registered")
     STRATEGIES[name] = factory
+    STRATEGY_PARAMS[name] = dict(params or {})
+    if summaries:
+        SUMMARY_STRATEGIES.add(name)
+    else:
+        SUMMARY_STRATEGIES.discard(name)
+
+
+def parse_strategy(spec: str) -> tuple[str, dict[str, object]]:
+    """Split ``"observation-masking:keepLast=5"`` into the name and its parsed settings.
+
+    Raises:
+        ValueError: Unknown name (the message lists the valid ones), a malformed setting,
+            a key the strategy does not take, or a value its parser refuses.
+    """
+    name, has_params, text = spec.partition(":")
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {spec!r}; valid: {', '.join(sorted(STRATEGIES))}")
+    params: dict[str, object] = {}
+    if not has_params:
+        return name, params
+    accepted = STRATEGY_PARAMS.get(name, {})
+    for item in text.split(","):
+        key, has_value, value = (part.strip() for part in item.partition("="))
+        if not key or not has_value:
+            raise ValueError(f"strategy {spec!r}: bad setting {item!r}; expected {_SPEC_SYNTAX}")
+        if key not in accepted:
+            takes = f"it takes {', '.join(sorted(accepted))}" if accepted else "it takes none"
+            raise ValueError(f"strategy {spec!r}: {name} has no setting {key!r}; {takes}")
+        try:
+            params[key] = accepted[key](value)
+        except ValueError as exc:
+            raise ValueError(f"strategy {spec!r}: {key}={value!r}: {exc}") from None
+    return name, params
 
 
 def make_strategy(name: str, setup: StrategySetup) -> Strategy:
-    """Build a registered strategy.
+    """Build a registered strategy (``name`` may carry settings: :func:`parse_strategy`).
 
     Raises:
-        ValueError: Unknown name; the message lists the valid ones.
+        ValueError: Unknown name (the message lists the valid ones) or bad settings.
     """
-    factory = STRATEGIES.get(name)
-    if factory is None:
-        raise ValueError(f"unknown strategy {name!r}; valid: {', '.join(sorted(STRATEGIES))}")
-    return factory(setup)
+    base, params = parse_strategy(name)
+    if params:
+        setup = dataclasses.replace(setup, params={**setup.params, **params})
+    return STRATEGIES[base](setup)
 
 
 def leading_blocks(context: Messages, infos: InfoCache) -> int:
@@ -279,10 +349,12 @@ def _memory_context_hook(setup: StrategySetup) -> Strategy:
     return MemoryContextStrategy(setup, agent_compaction=False)
 
 
-for _name, _factory in (
-    ("full", FullStrategy),
-    ("truncate", TruncateStrategy),
-    ("memory-context", _memory_context),
-    (HOOK_STRATEGY, _memory_context_hook),
+# memory-context's agent summarises the compacted part; the hook strategy only replays the
+# compactions a transcript records (their summaries were written by the recorded agent).
+for _name, _factory, _summaries in (
+    ("full", FullStrategy, False),
+    ("truncate", TruncateStrategy, False),
+    ("memory-context", _memory_context, True),
+    (HOOK_STRATEGY, _memory_context_hook, False),
 ):
-    register_strategy(_name, _factory)
+    register_strategy(_name, _factory, summaries=_summaries)
