@@ -450,11 +450,10 @@ def is_plain_user_text(message: dict[str, Any]) -> bool:
     )
 
 
-@st.composite
-def trim_cases(draw: st.DrawFn, fmt: str) -> TrimCase:
-    """A valid conversation in ``fmt``, maybe with a compaction summary after the system
-    prompt and recalled blocks before user turns (both keep the pairing valid)."""
-    has_system, conv = draw(abstract_conversations())
+def _with_markers(draw: st.DrawFn, fmt: str, has_system: bool, conv: Any) -> list[Any]:
+    """``conv`` rendered in ``fmt``, maybe with a compaction summary after the system prompt
+    and recalled blocks before user turns (both keep the pairing valid); each message
+    numbered in ``mid`` so a test can tell which survived."""
     messages = render(fmt, has_system, conv, gemini_ids=draw(st.booleans()))
     if draw(st.booleans()):
         at = 1 if has_system else 0
@@ -465,6 +464,15 @@ def trim_cases(draw: st.DrawFn, fmt: str) -> TrimCase:
             messages.insert(draw(st.sampled_from(spots)), _user_text(fmt, RECALLED_TEXT))
     for i, message in enumerate(messages):
         message["mid"] = i
+    return messages
+
+
+@st.composite
+def trim_cases(draw: st.DrawFn, fmt: str) -> TrimCase:
+    """A valid conversation in ``fmt``, maybe with a compaction summary after the system
+    prompt and recalled blocks before user turns (both keep the pairing valid)."""
+    has_system, conv = draw(abstract_conversations())
+    messages = _with_markers(draw, fmt, has_system, conv)
     return TrimCase(
         messages=messages,
         query=draw(trim_queries),
@@ -1006,3 +1014,46 @@ def secret_example(kind: str, seed: int) -> SecretCase:
 def secrets_by_class(draw: st.DrawFn, kinds: tuple[str, ...] = SECRET_CLASSES) -> SecretCase:
     """A random secret of one of ``kinds`` (all classes by default) in a realistic line."""
     return secret_example(draw(st.sampled_from(kinds)), draw(st.integers(0, 2**32 - 1)))
+
+
+# --- compaction (seed 001) -------------------------------------------------------------------
+
+# ``compaction_conversations(fmt)`` draws a valid conversation in ``fmt`` whose user texts and
+# tool results are sometimes inflated (x5 to x400 the words: a pasted log, a large tool
+# output), with maybe an earlier compaction summary after the system prompt and recalled
+# blocks before user turns, as an agent's history looks when it is compacted again.
+# ``compaction_cases(fmt)`` adds a window (tiny ones included, where nothing but the plain
+# notice fits, or nothing at all), a verbatim-tail budget and the safeguard mode.
+
+_compaction_inflate = st.sampled_from([1, 1, 1, 5, 40, 400])
+
+
+@st.composite
+def compaction_conversations(draw: st.DrawFn, fmt: str) -> list[Any]:
+    """A valid conversation in ``fmt`` with some large messages (see the section note)."""
+    has_system, conv = draw(abstract_conversations())
+    for turn in conv:
+        if turn.user_text:
+            turn.user_text = " ".join([turn.user_text] * draw(_compaction_inflate))
+        for call in turn.calls:
+            call.result = " ".join([call.result] * draw(_compaction_inflate))
+    return _with_markers(draw, fmt, has_system, conv)
+
+
+@dataclass
+class CompactionCase:
+    """A history to compact and the sizes to compact it with."""
+
+    messages: list[Any]
+    window: int
+    keep_recent_tokens: int | None
+    safeguard: bool
+
+
+@st.composite
+def compaction_cases(draw: st.DrawFn, fmt: str) -> CompactionCase:
+    """A :func:`compaction_conversations` history, a window and a tail budget."""
+    messages = draw(compaction_conversations(fmt))
+    window = draw(st.sampled_from([150, 600, 2_000, 8_000, 60_000]) | st.integers(100, 20_000))
+    keep = draw(st.none() | st.integers(0, window))
+    return CompactionCase(messages, window, keep, draw(st.booleans()))

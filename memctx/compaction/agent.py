@@ -32,6 +32,8 @@ from memctx.messages import (
     token_text,
 )
 
+from .budget import TAIL_SHARE, compaction_reserve, summary_message, summary_token_limit
+
 __all__ = [
     "TAIL_SHARE",
     "AgentCompactor",
@@ -42,17 +44,10 @@ __all__ = [
 
 Messages = list[dict[str, Any]]
 
-# After a compaction the newest messages up to this share of the window stay verbatim.
-TAIL_SHARE = 0.25
 _INSTRUCTION = (
     "Summarize this coding session so that the work can continue: "
     "decisions, configuration, open tasks, files touched, errors."
 )
-
-
-def compaction_reserve(config: MemoryContextConfig, window: int) -> int:
-    """Tokens kept free by agent compaction: ``min(compaction.reserveTokensFloor, window//4)``."""
-    return min(config.compaction.reserve_tokens_floor, window // 4)
 
 
 def tail_start(
@@ -125,7 +120,7 @@ class AgentCompactor:
         self.window = window
         self.reserve = compaction_reserve(config, window)
         self.summarizer = summarizer
-        self.summary_tokens = max(min(config.compaction.max_summary_tokens, window // 16), 1)
+        self.summary_tokens = summary_token_limit(config, window)
         self._count = count
         self._infos = infos
 
@@ -146,7 +141,7 @@ class AgentCompactor:
 
     def apply(self, transcript: Messages, plan: CompactionPlan) -> Messages:
         """``transcript`` with ``plan.old`` replaced by one summary message, pairs repaired."""
-        summary = {"role": "user", "content": f"{COMPACTED_PREFIX} {self.summarize(plan.old)}"}
+        summary = summary_message(self.summarize(plan.old))
         kept = [*transcript[: plan.head], summary, *transcript[plan.cut :]]
         return repair_tool_pairing(kept, cache=self._infos)
 
