@@ -1057,3 +1057,121 @@ def compaction_cases(draw: st.DrawFn, fmt: str) -> CompactionCase:
     window = draw(st.sampled_from([150, 600, 2_000, 8_000, 60_000]) | st.integers(100, 20_000))
     keep = draw(st.none() | st.integers(0, window))
     return CompactionCase(messages, window, keep, draw(st.booleans()))
+
+
+# --- memory flush (seeds 001 §1.3, 003) ------------------------------------------------------
+
+# ``flush_timelines()`` draws what a session's flush tracker sees: a window (tiny ones where
+# ``window - reserve - soft`` is not positive, up to 2M), the flush and reserve settings, and a
+# run of events: a fresh token count (compaction follows when it reaches ``window - reserve``),
+# ``stale`` (the count from before the last compaction reported again) and ``restart`` (a new
+# tracker on the same directory).
+
+
+@dataclass
+class FlushTimeline:
+    """Settings and events for the flush-cycle property (see the section note)."""
+
+    window: int
+    soft_threshold: int
+    reserve_floor: int
+    events: list[tuple[str, int]]
+
+
+@st.composite
+def flush_timelines(draw: st.DrawFn) -> FlushTimeline:
+    """A :class:`FlushTimeline`; token counts go up to twice the window."""
+    window = draw(
+        st.sampled_from([1, 1_000, 5_000, 8_000, 32_000, 200_000, 1_000_000])
+        | st.integers(1, 2_000_000)
+    )
+    soft = draw(st.sampled_from([0, 4_000, 4_000, 50_000]) | st.integers(0, 20_000))
+    floor = draw(st.sampled_from([0, 20_000, 20_000]) | st.integers(0, 100_000))
+    # Counts near the thresholds (60-110 % of the window) more often than uniform draws give.
+    near = st.integers(6, 11).map(lambda tenths: window * tenths // 10)
+    event = st.one_of(
+        st.tuples(st.just("tokens"), st.integers(0, 2 * window) | near),
+        st.tuples(st.just("stale"), st.just(0)),
+        st.tuples(st.just("restart"), st.just(0)),
+    )
+    return FlushTimeline(window, soft, floor, draw(st.lists(event, min_size=4, max_size=40)))
+
+
+# --- turn-based compaction and the loop guard (seed 002) ---------------------------------------
+
+# ``turn_loop_cases(fmt)`` draws a long valid conversation in ``fmt`` (up to 40 turns, user
+# texts and tool results sometimes inflated as in ``compaction_conversations``) that a test
+# feeds to an agent loop turn by turn, with a random threshold, window, recent-turn budget,
+# spacing and summary limit, and a scripted summariser whose replies may be long enough to
+# make compactions ineffective and which may fail every n-th call.
+# ``guard_timelines()`` draws a loop guard's settings and a run of turns, each with whether
+# a trigger wants to compact and, if one runs, how many tokens it leaves.
+
+
+@dataclass
+class TurnLoopCase:
+    """A conversation to replay turn by turn and the turn-based compactor's settings."""
+
+    messages: list[Any]
+    threshold: int
+    window: int
+    recent_turn_budget: int
+    min_turns_between: int
+    max_summary_tokens: int
+    summary_words: int  # words of each scripted summary
+    fail_every: int  # every n-th summary call fails; 0 never
+    report_input: bool  # the provider reports the last call's input tokens
+
+
+@st.composite
+def turn_loop_cases(draw: st.DrawFn, fmt: str) -> TurnLoopCase:
+    """A :class:`TurnLoopCase` in ``fmt`` (see the section note)."""
+    has_system = draw(st.booleans())
+    conv = draw(st.lists(turns(), min_size=1, max_size=40))
+    for turn in conv:
+        if turn.user_text is None and draw(st.integers(0, 3)):  # most steps open a turn
+            turn.user_text = draw(short_text)
+        if turn.user_text:
+            turn.user_text = " ".join([turn.user_text] * draw(_compaction_inflate))
+        for call in turn.calls:
+            call.result = " ".join([call.result] * draw(_compaction_inflate))
+    messages = render(fmt, has_system, conv, gemini_ids=draw(st.booleans()))
+    return TurnLoopCase(
+        messages=messages,
+        threshold=draw(st.sampled_from([1, 50, 300, 2_000, 100_000]) | st.integers(1, 5_000)),
+        window=draw(st.sampled_from([100, 2_000, 32_000, 200_000]) | st.integers(16, 60_000)),
+        recent_turn_budget=draw(st.integers(1, 6)),
+        min_turns_between=draw(st.integers(0, 5)),
+        max_summary_tokens=draw(st.sampled_from([4096]) | st.integers(1, 3_000)),
+        summary_words=draw(st.sampled_from([1, 5, 50]) | st.integers(1, 2_000)),
+        fail_every=draw(st.sampled_from([0, 0, 1, 2, 3])),
+        report_input=draw(st.booleans()),
+    )
+
+
+@dataclass
+class GuardTimeline:
+    """A loop guard's settings and what happens at each turn of a run."""
+
+    min_turns_between: int
+    margin: float
+    max_backoff_turns: int
+    threshold: int
+    # Per turn: (turns since the previous step >= 0, a trigger wants to compact, outcome):
+    # outcome is the tokens a compaction leaves, or None for a failed one.
+    steps: list[tuple[int, bool, int | None]]
+
+
+@st.composite
+def guard_timelines(draw: st.DrawFn) -> GuardTimeline:
+    """A :class:`GuardTimeline` (see the section note)."""
+    threshold = draw(st.sampled_from([1, 100, 100_000]) | st.integers(1, 10**6))
+    outcome = st.none() | st.integers(0, 2 * threshold)
+    step = st.tuples(st.sampled_from([0, 1, 1, 1, 2, 5]), st.booleans() | st.just(True), outcome)
+    return GuardTimeline(
+        min_turns_between=draw(st.integers(0, 6)),
+        margin=draw(st.sampled_from([0.0, 0.1, 0.5]) | st.floats(0, 0.99)),
+        max_backoff_turns=draw(st.sampled_from([1, 32]) | st.integers(1, 100)),
+        threshold=threshold,
+        steps=draw(st.lists(step, min_size=1, max_size=80)),
+    )

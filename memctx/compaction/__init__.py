@@ -5,11 +5,17 @@
   (:mod:`.chunking`), the summariser's view of a message (:mod:`.render`), the prompts
   (:mod:`.prompts`), staged summaries with the fallback ladder (:mod:`.summarize`), the
   safeguard sections (:mod:`.safeguard`) and the cut and assembly (:mod:`.history`).
-- The agent's own rolling-summary compactor (:class:`AgentCompactor`), which the harness
-  runs; it moves onto the core in a later step.
+- The agent's own compaction (:class:`AgentCompactor`): the core when the context passes
+  ``window - reserve``, behind the :class:`LoopGuard` (:mod:`.guard`), a failure counted
+  and nothing changed.
+- Seed 002's turn-based compactor (:mod:`.turns`, :class:`TurnCompactor`).
+- The pre-compaction memory flush (:mod:`.flush`, :func:`run_flush`).
+- Triggers and recovery: overflow errors recognised (:mod:`.overflow`), compaction then
+  tool-result truncation then a clear error (:mod:`.recovery`, :mod:`.truncate`), manual,
+  safeguard and cache-TTL triggers (:mod:`.triggers`), transcript trim with a backup
+  (:mod:`.transcript_trim`).
 
-Triggers and recovery, the turn-based compactor and loop guard of seed 002, the memory
-flush and tool-output pruning arrive here with the rest of the compaction issue.
+Tool-output pruning, the planner and the summary sidecar arrive with the next issue.
 
 May import: the foundations, the mechanisms and the other policies (:mod:`memctx.trim`,
 :mod:`memctx.recall`, :mod:`memctx.extraction`, :mod:`memctx.offline`).
@@ -21,7 +27,7 @@ from __future__ import annotations
 # offline package has registered it: importing compaction is enough to use the default.
 from memctx import offline  # noqa: F401
 
-from .agent import AgentCompactor, CompactionPlan, tail_start
+from .agent import AgentCompactor, archivable
 from .budget import (
     BASE_CHUNK_RATIO,
     MIN_CHUNK_RATIO,
@@ -40,12 +46,40 @@ from .chunking import (
     DEFAULT_PARTS,
     PrunedHistory,
     chunk_messages_by_max_tokens,
+    is_turn_start,
     prune_history_for_context_share,
     split_messages_by_token_share,
+    tail_start,
     tool_units,
 )
 from .fit import TRUNCATION_MARKER, fit_summary, min_summary_tokens
+from .flush import (
+    FLUSH_STATE_FILE,
+    FlushDecision,
+    FlushReason,
+    FlushState,
+    FlushTracker,
+    flush_threshold,
+    should_flush,
+)
+from .flush_turn import (
+    FLUSH_OUTPUT_INSTRUCTIONS,
+    FLUSH_TASK,
+    FlushOutcome,
+    FlushResult,
+    flush_request,
+    is_silent_reply,
+    run_flush,
+)
+from .guard import DEFAULT_MARGIN, MAX_BACKOFF_TURNS, MIN_SPACING, GuardDecision, LoopGuard
 from .history import CompactionResult, HistoryCut, compact_history, plan_cut
+from .overflow import (
+    OVERFLOW_CLASS_NAMES,
+    OVERFLOW_PATTERNS,
+    ContextOverflowError,
+    is_context_overflow_error,
+    is_context_overflow_message,
+)
 from .prompts import (
     HANDOFF_PROMPT,
     MERGE_SUMMARIES_INSTRUCTIONS,
@@ -57,6 +91,13 @@ from .prompts import (
     TURN_PREFIX_INSTRUCTIONS,
     SummaryPrompt,
     summary_request,
+)
+from .recovery import (
+    MAX_OVERFLOW_COMPACTION_ATTEMPTS,
+    OverflowRecovery,
+    describe_recovery_steps,
+    overflow_keep_recent_tokens,
+    recover_from_overflow,
 )
 from .render import TOOL_TEXT_MAX_CHARS, cap_text, labelled, render_message, render_messages
 from .safeguard import (
@@ -84,17 +125,69 @@ from .summarize import (
     fallback_notice,
     worst,
 )
+from .transcript_trim import (
+    DEFAULT_TRANSCRIPT_MAX_LINES,
+    TRANSCRIPT_BACKUP_SUFFIX,
+    TranscriptTrim,
+    TranscriptTrimError,
+    transcript_backup_path,
+    trim_transcript_file,
+)
+from .triggers import (
+    COMPACT_COMMAND,
+    COMPACTION_TRIGGERS,
+    CacheTtlTrigger,
+    CompactCommand,
+    CompactionTrigger,
+    SafeguardTrigger,
+    TriggerDecision,
+    compact_with_safeguard,
+    manual_compact,
+    parse_compact_command,
+)
+from .truncate import (
+    HARD_MAX_TOOL_RESULT_CHARS,
+    MIN_KEPT_TOOL_RESULT_CHARS,
+    TOOL_RESULT_WINDOW_SHARE,
+    ToolResultTruncation,
+    max_tool_result_chars,
+    truncate_oversized_tool_results,
+    truncated_text,
+)
+from .turn_compactor import TurnCompactor
+from .turns import (
+    SUMMARY_ESTIMATE_SLACK,
+    TurnCompactionResult,
+    TurnCompactionStatus,
+    TurnCut,
+    compact_turns,
+    plan_turn_cut,
+)
 
 __all__ = [
     "BASE_CHUNK_RATIO",
+    "COMPACTION_TRIGGERS",
+    "COMPACT_COMMAND",
+    "DEFAULT_MARGIN",
     "DEFAULT_PARTS",
     "DEFAULT_SUMMARY_FALLBACK",
+    "DEFAULT_TRANSCRIPT_MAX_LINES",
+    "FLUSH_OUTPUT_INSTRUCTIONS",
+    "FLUSH_STATE_FILE",
+    "FLUSH_TASK",
     "HANDOFF_PROMPT",
+    "HARD_MAX_TOOL_RESULT_CHARS",
+    "MAX_BACKOFF_TURNS",
+    "MAX_OVERFLOW_COMPACTION_ATTEMPTS",
     "MAX_TOOL_FAILURES",
     "MAX_TOOL_FAILURE_CHARS",
     "MERGE_SUMMARIES_INSTRUCTIONS",
     "MIN_CHUNK_RATIO",
+    "MIN_KEPT_TOOL_RESULT_CHARS",
     "MIN_MESSAGES_FOR_SPLIT",
+    "MIN_SPACING",
+    "OVERFLOW_CLASS_NAMES",
+    "OVERFLOW_PATTERNS",
     "OVERSIZED_SHARE",
     "PREVIOUS_SUMMARY_NOTE",
     "PROMPTS",
@@ -102,52 +195,98 @@ __all__ = [
     "SPLIT_TURN_HEADER",
     "STRUCTURED_PROMPT",
     "SUMMARIZER_SYSTEM_PROMPT",
+    "SUMMARY_ESTIMATE_SLACK",
     "SUMMARY_TASK",
     "TAIL_SHARE",
     "TOOL_FAILURES_HEADER",
+    "TOOL_RESULT_WINDOW_SHARE",
     "TOOL_TEXT_MAX_CHARS",
+    "TRANSCRIPT_BACKUP_SUFFIX",
     "TRUNCATION_MARKER",
     "TURN_PREFIX_INSTRUCTIONS",
     "AgentCompactor",
+    "CacheTtlTrigger",
+    "CompactCommand",
     "CompactionBudget",
     "CompactionError",
-    "CompactionPlan",
     "CompactionResult",
+    "CompactionTrigger",
+    "ContextOverflowError",
     "FallbackLevel",
     "FileOperations",
+    "FlushDecision",
+    "FlushOutcome",
+    "FlushReason",
+    "FlushResult",
+    "FlushState",
+    "FlushTracker",
+    "GuardDecision",
     "HistoryCut",
+    "LoopGuard",
+    "OverflowRecovery",
     "PrunedHistory",
+    "SafeguardTrigger",
     "StagedSummary",
     "Summarizer",
     "SummaryPrompt",
     "SummaryUsage",
     "ToolFailure",
+    "ToolResultTruncation",
+    "TranscriptTrim",
+    "TranscriptTrimError",
+    "TriggerDecision",
+    "TurnCompactionResult",
+    "TurnCompactionStatus",
+    "TurnCompactor",
+    "TurnCut",
+    "archivable",
     "cap_text",
     "chunk_messages_by_max_tokens",
     "collect_file_operations",
     "collect_tool_failures",
     "compact_history",
+    "compact_turns",
+    "compact_with_safeguard",
     "compaction_reserve",
     "compute_adaptive_chunk_ratio",
     "compute_file_lists",
+    "describe_recovery_steps",
     "fallback_notice",
     "fit_summary",
+    "flush_request",
+    "flush_threshold",
     "format_file_operations",
     "format_split_turn",
     "format_tool_failures",
+    "is_context_overflow_error",
+    "is_context_overflow_message",
     "is_oversized_for_summary",
+    "is_silent_reply",
+    "is_turn_start",
     "labelled",
+    "manual_compact",
+    "max_tool_result_chars",
     "min_summary_tokens",
+    "overflow_keep_recent_tokens",
+    "parse_compact_command",
     "parse_file_operations",
     "plan_cut",
+    "plan_turn_cut",
     "prune_history_for_context_share",
+    "recover_from_overflow",
     "render_message",
     "render_messages",
+    "run_flush",
+    "should_flush",
     "split_messages_by_token_share",
     "summary_message",
     "summary_request",
     "summary_token_limit",
     "tail_start",
     "tool_units",
+    "transcript_backup_path",
+    "trim_transcript_file",
+    "truncate_oversized_tool_results",
+    "truncated_text",
     "worst",
 ]

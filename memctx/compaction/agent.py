@@ -1,167 +1,149 @@
-"""The agent's own compaction: replace the old part of a transcript with one summary message.
+"""The agent's own compaction: when the context nears the window, seed 001's staged summary.
 
-This is the small compactor an agent loop runs when its transcript nears the window, the
-way coding agents do today: the newest messages up to :data:`TAIL_SHARE` of the window stay
-verbatim, the older part (after the system prompt) is summarized by an LLM into one
-``[Context compacted] …`` user message, and a previous summary is part of what gets
-summarized (a rolling summary). It triggers at ``window - reserve`` with ``reserve =
-min(compaction.reserveTokensFloor, window // 4)``: OpenClaw's reserve, capped so that small
-windows keep three quarters for history.
+This is the compaction an agent loop runs when its transcript nears the window, the way
+coding agents do today: the newest messages up to :data:`TAIL_SHARE` of the window stay
+verbatim, the older part (after the system prompt) is replaced by one ``[Context compacted]
+…`` user message written by :func:`~memctx.compaction.compact_history` (staged summaries,
+fallback ladder, chunks that never split a tool pair), and a previous summary is part of
+what gets summarised (a rolling summary). It triggers at ``window - reserve`` with
+``reserve = min(compaction.reserveTokensFloor, window // 4)``: OpenClaw's reserve, capped so
+that small windows keep three quarters for history.
 
-memctx's hooks sit around it (the ``memory-context`` strategy of the harness calls
-``on_before_compact`` with :attr:`CompactionPlan.fresh` before the summary replaces them).
-The staged, chunked compaction of seed 001 and the turn-based compactor of seed 002 will
-live beside it in this package.
+memctx's hooks sit around it: the ``memory-context`` strategy of the harness calls
+``on_before_compact`` with :func:`archivable` of what the summary replaced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient, task_marker
-from memctx.messages import (
-    COMPACTED_PREFIX,
-    InfoCache,
-    is_compaction_summary,
-    is_recalled_block,
-    leading_system_count,
-    repair_tool_pairing,
-    token_text,
-)
+from memctx.llm import LLMClient
+from memctx.messages import InfoCache, TokenCounter, is_compaction_summary, is_recalled_block
 
-from .budget import TAIL_SHARE, compaction_reserve, summary_message, summary_token_limit
+from .budget import TAIL_SHARE, CompactionError, compaction_reserve
+from .guard import LoopGuard
+from .history import CompactionResult, compact_history
+from .prompts import SummaryPrompt
 
-__all__ = [
-    "TAIL_SHARE",
-    "AgentCompactor",
-    "CompactionPlan",
-    "compaction_reserve",
-    "tail_start",
-]
+__all__ = ["TAIL_SHARE", "AgentCompactor", "archivable", "compaction_reserve"]
 
 Messages = list[dict[str, Any]]
 
-_INSTRUCTION = (
-    "Summarize this coding session so that the work can continue: "
-    "decisions, configuration, open tasks, files touched, errors."
-)
 
-
-def tail_start(
-    transcript: Sequence[dict[str, Any]],
-    head: int,
-    budget: int,
-    count: Callable[[dict[str, Any]], int],
-    infos: InfoCache,
-) -> int:
-    """Index of the first message of the verbatim tail kept by a compaction.
-
-    The newest messages within ``budget`` tokens, extended backwards (never forwards, the
-    latest request must stay) to the nearest message that is not a tool result, so that no
-    kept result loses its call. Returns ``len(transcript)`` when nothing fits and no earlier
-    boundary exists after ``head``.
-    """
-    used = 0
-    start = len(transcript)
-    while start > head + 1:  # at least one message is left to compact
-        size = count(transcript[start - 1])
-        if used + size > budget:
-            break
-        used += size
-        start -= 1
-    while start < len(transcript) and start > head + 1:
-        if not infos.info(transcript[start]).has_tool_results:
-            break
-        start -= 1
-    return start
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    """Where a compaction cuts a transcript.
-
-    Attributes:
-        head: Leading system messages, kept in place.
-        cut: First message of the verbatim tail.
-        old: ``transcript[head:cut]``, what the summary replaces.
-        fresh: ``old`` without recalled blocks and earlier summaries: what has not been
-            archived yet (what ``on_before_compact`` receives).
-    """
-
-    head: int
-    cut: int
-    old: Messages
-    fresh: Messages
+def archivable(messages: Sequence[dict[str, Any]]) -> Messages:
+    """``messages`` without recall blocks and compaction summaries: what a compaction
+    replaces that memctx has not archived yet (what ``on_before_compact`` receives)."""
+    return [m for m in messages if not is_recalled_block(m) and not is_compaction_summary(m)]
 
 
 class AgentCompactor:
-    """Rolling-summary compaction with an LLM (``memctx/offline`` by default).
+    """An agent's own compaction: seed 001's staged summary when the context nears the window.
+
+    Due when the transcript passes ``window - reserve``; :func:`~memctx.compaction.compact_history`
+    then replaces the old part (after the system prompt) by one ``[Context compacted] …``
+    message, the newest quarter of the window kept verbatim and an earlier summary summarised
+    again (a rolling summary). A compaction that cannot fit (:class:`CompactionError`) or
+    whose summariser fails past every fallback changes nothing: it is counted in
+    :attr:`failures` with its reason in :attr:`last_error`, and the caller goes on with the
+    history it had.
+
+    :meth:`maybe_compact` is the agent loop's entry: it asks the :class:`LoopGuard` first,
+    so no configuration compacts on every turn (a compaction that leaves the context over
+    the threshold less the guard's margin makes the next one wait, longer each time), and
+    records every compaction and failure in it (:meth:`stats`). A context that would not fit
+    the window at all is urgent: after an effective compaction it need not wait out the
+    spacing.
 
     Args:
-        config: Reserve floor and ``compaction.maxSummaryTokens`` come from here.
+        config: ``compaction`` gives the reserve, ratios, margin, mode and limits.
         window: The context window in tokens.
-        summarizer: The client that writes the summary. Give it no disk cache: its prompts
+        client: The client that writes the summaries. Give it no disk cache: its prompts
             hold the unredacted history.
-        count: Token counter for one message.
+        counter: The caller's token counter (one cache).
         infos: Anatomy cache shared with the caller.
+        prompt: ``"handoff"`` (seed 002's prompt) or ``"structured"``.
+        guard: The loop guard to share with the session's other triggers; ``None`` makes
+            one from ``config``.
     """
 
     def __init__(
         self,
         config: MemoryContextConfig,
         window: int,
-        summarizer: LLMClient,
-        count: Callable[[dict[str, Any]], int],
+        client: LLMClient,
+        *,
+        counter: TokenCounter,
         infos: InfoCache,
+        prompt: SummaryPrompt = "handoff",
+        guard: LoopGuard | None = None,
     ) -> None:
+        self.config = config
+        self.guard = guard if guard is not None else LoopGuard.from_config(config)
         self.window = window
         self.reserve = compaction_reserve(config, window)
-        self.summarizer = summarizer
-        self.summary_tokens = summary_token_limit(config, window)
-        self._count = count
+        self.client = client
+        self.prompt: SummaryPrompt = prompt
+        self.failures = 0
+        self.last_error = ""
+        self._counter = counter
         self._infos = infos
+
+    @property
+    def threshold(self) -> int:
+        """``window - reserve``: past it a transcript is compacted."""
+        return self.window - self.reserve
 
     def due(self, tokens: int) -> bool:
         """Whether a transcript of ``tokens`` tokens must be compacted now."""
-        return tokens > self.window - self.reserve
+        return tokens > self.threshold
 
-    def plan(self, transcript: Messages) -> CompactionPlan | None:
-        """Where to cut, or ``None`` when nothing new is old enough to compact."""
-        head = leading_system_count(transcript, self._infos)
-        budget = int(self.window * TAIL_SHARE)
-        cut = tail_start(transcript, head, budget, self._count, self._infos)
-        old = transcript[head:cut]
-        fresh = [m for m in old if not is_recalled_block(m) and not is_compaction_summary(m)]
-        if not old or (not fresh and len(old) == 1):
-            return None  # only the previous summary is old
-        return CompactionPlan(head, cut, old, fresh)
+    def maybe_compact(
+        self, transcript: Sequence[dict[str, Any]], tokens: int, *, turn: int
+    ) -> CompactionResult | None:
+        """Compact at the agent loop's ``turn`` if due and the loop guard allows it.
 
-    def apply(self, transcript: Messages, plan: CompactionPlan) -> Messages:
-        """``transcript`` with ``plan.old`` replaced by one summary message, pairs repaired."""
-        summary = summary_message(self.summarize(plan.old))
-        kept = [*transcript[: plan.head], summary, *transcript[plan.cut :]]
-        return repair_tool_pairing(kept, cache=self._infos)
+        Returns:
+            The result, or ``None`` when nothing changed: not due, deferred by the guard
+            (counted there), nothing to summarise, or failed (:attr:`failures`).
+        """
+        if not self.due(tokens):
+            return None
+        # Over the window the call itself would fail (an overflow, not a threshold): urgent.
+        urgent = tokens > self.window
+        if not self.guard.admit(turn, urgent=urgent).allowed:
+            return None
+        before = self.failures
+        result = self.compact(transcript)
+        if result is not None:
+            self.guard.record(turn, tokens_after=result.tokens_after, threshold=self.threshold)
+        elif self.failures > before:
+            self.guard.record_failure(turn, self.last_error)
+        return result
 
-    def summarize(self, old: Sequence[dict[str, Any]]) -> str:
-        """The summary of ``old``; an earlier summary in it is an input (rolling)."""
-        lines = []
-        for message in old:
-            kind = self._infos.info(message).kind
-            text = token_text(message).strip()
-            if is_compaction_summary(message):
-                lines.append(f"previous summary: {text.removeprefix(COMPACTED_PREFIX).strip()}")
-            elif text:
-                lines.append(f"{kind.value}: {text}")
-        prompt = f"{_INSTRUCTION}\n<conversation>\n" + "\n".join(lines) + "\n</conversation>"
-        reply = self.summarizer.complete(
-            [
-                {"role": "system", "content": task_marker("summarize")},
-                {"role": "user", "content": prompt},
-            ],
-            task="summarize",
-            max_tokens=self.summary_tokens,
-        )
-        return reply.text.strip()
+    def stats(self) -> dict[str, int]:
+        """The loop guard's counters (compactions, deferred, ineffective, failed, ...)."""
+        return self.guard.stats()
+
+    def compact(
+        self, transcript: Sequence[dict[str, Any]], instructions: str | None = None
+    ) -> CompactionResult | None:
+        """The compacted transcript, or ``None`` when nothing changed (nothing old enough to
+        summarise, or the compaction failed: see :attr:`failures`)."""
+        try:
+            result = compact_history(
+                transcript,
+                client=self.client,
+                config=self.config,
+                window=self.window,
+                instructions=instructions,
+                prompt=self.prompt,
+                counter=self._counter,
+                infos=self._infos,
+            )
+        except CompactionError as exc:
+            self.failures += 1
+            self.last_error = str(exc)
+            return None
+        return result if result.compacted else None

@@ -14,14 +14,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.messages import InfoCache, estimate_message_tokens, repair_with_sources
+from memctx.messages import (
+    InfoCache,
+    RoleKind,
+    estimate_message_tokens,
+    is_compaction_summary,
+    is_recalled_block,
+    repair_with_sources,
+)
 
 __all__ = [
     "DEFAULT_PARTS",
     "PrunedHistory",
     "chunk_messages_by_max_tokens",
+    "is_turn_start",
     "prune_history_for_context_share",
     "split_messages_by_token_share",
+    "tail_start",
     "tool_units",
 ]
 
@@ -240,4 +249,45 @@ def prune_history_for_context_share(
         dropped_tokens=sum(count(m) for m in dropped),
         kept_tokens=sum(count(m) for m in kept),
         budget_tokens=budget,
+    )
+
+
+def tail_start(
+    transcript: Sequence[dict[str, Any]],
+    head: int,
+    budget: int,
+    count: Callable[[dict[str, Any]], int],
+    infos: InfoCache,
+) -> int:
+    """Index of the first message of the verbatim tail kept by a compaction.
+
+    The newest messages within ``budget`` tokens, extended backwards (never forwards, the
+    latest request must stay) to the nearest message that is not a tool result, so that no
+    kept result loses its call. Returns ``len(transcript)`` when nothing fits and no earlier
+    boundary exists after ``head``.
+    """
+    used = 0
+    start = len(transcript)
+    while start > head + 1:  # at least one message is left to compact
+        size = count(transcript[start - 1])
+        if used + size > budget:
+            break
+        used += size
+        start -= 1
+    while start < len(transcript) and start > head + 1:
+        if not infos.info(transcript[start]).has_tool_results:
+            break
+        start -= 1
+    return start
+
+
+def is_turn_start(message: Any, infos: InfoCache) -> bool:
+    """Whether ``message`` opens a turn: a user message that carries no tool result and is
+    neither a compaction summary nor a recalled block (both are memctx's, not the user's)."""
+    info = infos.info(message)
+    return (
+        info.kind is RoleKind.USER
+        and not info.has_tool_results
+        and not is_compaction_summary(message, info)
+        and not is_recalled_block(message)
     )

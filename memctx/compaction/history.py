@@ -23,7 +23,6 @@ from memctx.llm import LLMClient
 from memctx.messages import (
     COMPACTED_PREFIX,
     InfoCache,
-    RoleKind,
     TokenCounter,
     is_compaction_summary,
     is_recalled_block,
@@ -31,9 +30,8 @@ from memctx.messages import (
     repair_with_sources,
 )
 
-from .agent import tail_start
 from .budget import CompactionBudget, CompactionError, summary_message
-from .chunking import prune_history_for_context_share, tool_units
+from .chunking import is_turn_start, prune_history_for_context_share, tail_start, tool_units
 from .fit import fit_summary, min_summary_tokens
 from .prompts import TURN_PREFIX_INSTRUCTIONS, SummaryPrompt
 from .safeguard import (
@@ -113,16 +111,6 @@ class CompactionResult:
         return self.summary_message is not None
 
 
-def _is_turn_start(message: Any, infos: InfoCache) -> bool:
-    info = infos.info(message)
-    return (
-        info.kind is RoleKind.USER
-        and not info.has_tool_results
-        and not is_compaction_summary(message, info)
-        and not is_recalled_block(message)
-    )
-
-
 def plan_cut(
     messages: Sequence[Any],
     budget: CompactionBudget,
@@ -131,7 +119,7 @@ def plan_cut(
 ) -> HistoryCut:
     """Where to cut: the newest messages within ``budget.keep_recent_tokens`` stay verbatim.
 
-    The agent compactor's :func:`memctx.compaction.tail_start` picks the cut; it is then
+    The agent's :func:`memctx.compaction.tail_start` picks the cut; it is then
     moved to the start of the tool unit it falls in (damaged histories), and forward, unit
     by unit, while the tail would leave less than ``budget.summary_tokens`` (at least the
     plain notice, :func:`memctx.compaction.min_summary_tokens`) for the summary within
@@ -156,9 +144,9 @@ def plan_cut(
         tail_tokens -= counter.count_messages(messages[unit.start : unit.stop])
         cut = unit.stop
     turn_start = cut
-    if cut < n and not _is_turn_start(messages[cut], infos):
+    if cut < n and not is_turn_start(messages[cut], infos):
         for i in range(cut - 1, head - 1, -1):
-            if _is_turn_start(messages[i], infos):
+            if is_turn_start(messages[i], infos):
                 turn_start = i
                 break
     return HistoryCut(head=head, turn_start=turn_start, cut=cut)

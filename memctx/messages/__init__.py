@@ -24,6 +24,7 @@ from .anatomy import (
     with_tool_id,
 )
 from .calibration import CounterError, measure_counter
+from .edits import with_tool_result_text
 from .markers import (
     COMPACTED_PREFIX,
     COMPACTION_SUMMARY_PREFIXES,
@@ -82,4 +83,5 @@ __all__ = [
     "role_kind",
     "token_text",
     "with_tool_id",
+    "with_tool_result_text",
 ]

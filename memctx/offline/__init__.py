@@ -1,6 +1,6 @@
 """``memctx/offline``: memctx's own deterministic model, served through litellm as a custom
-provider: rule-based fact extraction and extractive summaries, no network. Importing this
-package registers it with :mod:`memctx.llm`.
+provider: rule-based fact extraction, extractive summaries and memory-flush notes, no
+network. Importing this package registers it with :mod:`memctx.llm`.
 
 May import: the foundations, the mechanisms, :mod:`memctx.trim`, :mod:`memctx.recall`,
 :mod:`memctx.extraction`.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from memctx.llm import register_local_provider
 
 from .extract import extract_facts
+from .flush import FLUSH_TASK, NO_REPLY, flush_notes, offline_flush_response
 from .model import (
     DEFAULT_REPLY_TOKENS,
     DEFAULT_SUMMARY_TOKENS,
@@ -24,10 +25,14 @@ from .summary import SECTION_TITLES, summarize_text
 __all__ = [
     "DEFAULT_REPLY_TOKENS",
     "DEFAULT_SUMMARY_TOKENS",
+    "FLUSH_TASK",
+    "NO_REPLY",
     "OFFLINE_PROVIDER",
     "SECTION_TITLES",
     "OfflineModel",
     "extract_facts",
+    "flush_notes",
+    "offline_flush_response",
     "offline_reply",
     "register_offline_model",
     "summarize_text",

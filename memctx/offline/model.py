@@ -13,6 +13,8 @@ The model reads the task from the :func:`memctx.llm.client.task_marker` line in 
 - ``summarize``: :func:`memctx.offline.summary.summarize_text` over the text inside
   ``<conversation>...</conversation>`` in the last user message (or over all user messages
   when there is no such block), within ``max_tokens``;
+- ``memory-flush``: :func:`memctx.offline.flush.offline_flush_response`, durable notes
+  (decisions, config values, errors, file paths) as Markdown bullets, or ``NO_REPLY``;
 - anything else: the same extractive summary of the last user message, short. Never an
   exception.
 
@@ -39,6 +41,7 @@ from litellm.types.utils import ModelResponse, Usage
 from memctx.llm import OFFLINE_MODEL, task_of
 from memctx.messages import estimate_messages_tokens, estimate_tokens, message_text
 
+from .flush import FLUSH_TASK, offline_flush_response
 from .summary import summarize_text
 
 __all__ = [
@@ -110,6 +113,8 @@ def offline_reply(messages: Sequence[Any], max_tokens: int | None = None) -> str
         return _extract(messages)
     if task == "summarize":
         return _summarize(messages, max_tokens or DEFAULT_SUMMARY_TOKENS)
+    if task == FLUSH_TASK:
+        return offline_flush_response(messages, max_tokens or DEFAULT_SUMMARY_TOKENS)
     users = _user_texts(messages)
     budget = min(max_tokens or DEFAULT_REPLY_TOKENS, DEFAULT_REPLY_TOKENS)
     return (summarize_text(users[-1], budget) if users else "") or _NOTHING

@@ -7,7 +7,16 @@ May import: every package below it (foundations, mechanisms, policies).
 from __future__ import annotations
 
 from .engine import MemoryContext
+from .lanes import DEFAULT_MAX_CONCURRENT_COMPACTIONS, CompactionLanes, LaneError, LaneTimeoutError
 from .stats import HookTimer
 from .worker import BackgroundWorker
 
-__all__ = ["BackgroundWorker", "HookTimer", "MemoryContext"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENT_COMPACTIONS",
+    "BackgroundWorker",
+    "CompactionLanes",
+    "HookTimer",
+    "LaneError",
+    "LaneTimeoutError",
+    "MemoryContext",
+]

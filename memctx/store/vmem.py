@@ -55,7 +55,7 @@ import numpy as np
 
 from memctx.errors import VmemError
 
-from .files import O_CLOEXEC
+from .files import O_CLOEXEC, fsync_dir
 from .vmem_format import (
     CHUNK_ENTRIES,
     MAX_NORM,
@@ -135,17 +135,6 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
         view, offset = view[written:], offset + written
 
 
-def _fsync_dir(directory: Path) -> None:
-    # The rename is durable only once the directory entry is; not every platform lets a
-    # directory be opened (Windows), and then the rename is the best we can do.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def write_vmem(path: Path | str, ids: Sequence[uuid.UUID] | bytes, vectors: np.ndarray) -> None:
     """Write a complete VMEM v1 file atomically (temp file, fsync, ``os.replace``).
 
@@ -177,7 +166,7 @@ def write_vmem(path: Path | str, ids: Sequence[uuid.UUID] | bytes, vectors: np.n
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def append_vmem(

@@ -28,7 +28,6 @@ from .memory_context import MemoryContextStrategy
 from .observation_masking import (
     DEFAULT_KEEP_LAST,
     ObservationMaskingStrategy,
-    mask_tool_output,
     masked_placeholder,
 )
 
@@ -51,7 +50,6 @@ __all__ = [
     "TruncateStrategy",
     "leading_blocks",
     "make_strategy",
-    "mask_tool_output",
     "masked_placeholder",
     "parse_strategy",
     "register_strategy",

@@ -2,9 +2,10 @@
 
 Before every call the agent sends ``MemoryContext.on_context(transcript)``. Under
 ``memory-context``, when the transcript passes the compaction threshold, the agent compacts
-with :class:`memctx.compaction.AgentCompactor` (a rolling LLM summary written by
-``extractionModel``, ``memctx/offline`` by default), and the part it replaces goes to
-``on_before_compact`` first (archive + background extraction). Under
+with :class:`memctx.compaction.AgentCompactor` (seed 001's staged summary with its
+fallbacks, written by ``extractionModel``, ``memctx/offline`` by default), and the part it
+replaces goes to ``on_before_compact`` (archive + background extraction) before the
+summary takes its place. Under
 ``memory-context-hook`` the agent never compacts by itself: the context hook alone keeps
 every call within the window, and only the compactions the transcript records (a compaction
 summary after its start, e.g. Claude Code's ``compact_boundary``) are replayed, the history
@@ -24,7 +25,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from memctx.compaction import AgentCompactor
+from memctx.compaction import AgentCompactor, archivable
 from memctx.llm import LLMClient
 from memctx.messages import (
     RoleKind,
@@ -90,13 +91,18 @@ class MemoryContextStrategy(BaseStrategy):
             # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
             self.summarizer = LLMClient(self.config.extraction_model)
             self.compactor = AgentCompactor(
-                self.config, setup.window, self.summarizer, setup.counter.count_message, setup.infos
+                self.config,
+                setup.window,
+                self.summarizer,
+                counter=setup.counter,
+                infos=setup.infos,
             )
         else:
             self.name = HOOK_STRATEGY
         self.engine: MemoryContext | None = None
         self.failures = 0
         self._scanned = 0  # transcript messages already searched for a recorded compaction
+        self._turn = 0  # model calls of the session, for the compactor's loop guard
 
     def _engine(self) -> MemoryContext:
         if self.engine is None:
@@ -105,6 +111,9 @@ class MemoryContextStrategy(BaseStrategy):
 
     def start_session(self, session_id: str) -> None:
         self._scanned = 0
+        self._turn = 0
+        if self.compactor is not None:
+            self.compactor.guard.reset()  # turns count from 0 again
         self.engine = MemoryContext(
             self.config,
             store_dir=self.store,
@@ -129,16 +138,17 @@ class MemoryContextStrategy(BaseStrategy):
     def compact(self, transcript: Messages, tokens: int) -> Messages | None:
         if self.compactor is None:
             return self._recorded_compaction(transcript)
-        if not self.compactor.due(tokens):
+        turn = self._turn
+        self._turn += 1  # one turn per model call
+        result = self.compactor.maybe_compact(transcript, tokens, turn=turn)
+        if result is None:
             return None
-        plan = self.compactor.plan(transcript)
-        if plan is None:
-            return None
-        if plan.fresh:
+        fresh = archivable(result.dropped)
+        if fresh:
             engine = self._engine()
-            engine.on_before_compact(plan.fresh)
+            engine.on_before_compact(fresh)
             engine.wait_idle(_WAIT_S)
-        return self.compactor.apply(transcript, plan)
+        return result.messages
 
     def _recorded_compaction(self, transcript: Messages) -> Messages | None:
         """Replay the last compaction the transcript records since the previous call.

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Mapping
 from typing import Any
 
-from memctx.messages import BlockKind, BlockRef, RoleKind, role_kind
+from memctx.messages import BlockKind, BlockRef, with_tool_result_text
 
 from .base import (
     BaseStrategy,
@@ -46,13 +45,11 @@ __all__ = [
     "DEFAULT_KEEP_LAST",
     "KEEP_LAST_KEY",
     "ObservationMaskingStrategy",
-    "mask_tool_output",
     "masked_placeholder",
 ]
 
 DEFAULT_KEEP_LAST = 10
 KEEP_LAST_KEY = "keepLast"  # the setting's key: ``observation-masking:keepLast=5``
-_RESULT_KEYS = ("content", "output", "response")  # where a typed result block keeps its payload
 
 
 def masked_placeholder(tool: str | None, chars: int) -> str:
@@ -62,46 +59,6 @@ def masked_placeholder(tool: str | None, chars: int) -> str:
     and cannot pass for a port, an issue number or any other numeric answer a probe expects.
     """
     return f"[output of {tool or 'a tool'} omitted: {chars:,} chars]"
-
-
-def mask_tool_output(message: Mapping[str, Any], ref: BlockRef, text: str) -> dict[str, Any]:
-    """A copy of ``message`` in which the tool result ``ref`` (read from it) holds ``text``.
-
-    Mirrors :func:`memctx.messages.iter_blocks`: the payload is written where the reader
-    took it from, so the copy reads back with the same ids, name and error flag, and
-    ``text`` as the result's text (Gemini: ``{"output": text}``, or ``{"error": text}`` when
-    the response was an error). Only the containers on the way are copied.
-    """
-    edited = dict(message)
-    if ref.field == "":
-        content = message.get("content")
-        if role_kind(message) is RoleKind.TOOL:  # the whole message is the result
-            # Pi's toolResult holds a list of text blocks; OpenAI's tool message a string.
-            listed = isinstance(content, list)
-            edited["content"] = [{"type": "text", "text": text}] if listed else text
-        elif isinstance(content, Mapping):  # a single block instead of a list
-            edited["content"] = _masked_block(content, text)
-        return edited
-    items = message.get(ref.field)
-    if isinstance(items, list) and 0 <= ref.index < len(items):
-        items = list(items)
-        items[ref.index] = _masked_block(items[ref.index], text)
-        edited[ref.field] = items
-    return edited
-
-
-def _masked_block(block: Any, text: str) -> Any:
-    if not isinstance(block, Mapping):
-        return block
-    for key in _RESULT_KEYS:
-        if key in block:
-            return {**block, key: text}
-    nested = block.get("functionResponse")
-    if isinstance(nested, Mapping):  # Gemini: the payload is the response object
-        was = nested.get("response")
-        key = "error" if isinstance(was, Mapping) and "error" in was else "output"
-        return {**block, "functionResponse": {**nested, "response": {key: text}}}
-    return {**block, "content": text}
 
 
 class ObservationMaskingStrategy(BaseStrategy):
@@ -207,7 +164,7 @@ class ObservationMaskingStrategy(BaseStrategy):
             old = self._out[index]
             # Block positions never change when a payload is replaced, so a message with
             # several outputs is masked one block at a time with the refs of the original.
-            new = mask_tool_output(old, ref, line)
+            new = with_tool_result_text(old, ref, line)
             self._out[index] = new
             self._tokens += count(new) - count(old)
             self._fitted = False

@@ -23,7 +23,7 @@ from memctx.errors import StoreError, VmemError
 from memctx.messages import estimate_tokens
 from memctx.text import Redactor, entities, tokenize, topics
 
-from ..files import problem_and_fix
+from ..files import fsync_dir, problem_and_fix
 from .records import (
     ChecksumError,
     Segment,
@@ -128,20 +128,6 @@ def write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
     if written != len(data):
         raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes; disk full?)")
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or a new file in ``directory`` durable (best effort where unsupported)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def rewrite_file(path: Path, chunks: Iterable[bytes]) -> None:
