@@ -47,7 +47,14 @@ __all__ = [
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "datasets" / "v1"
 # observation-masking is the published baseline every design is measured against (keep the
 # last N tool outputs, mask older ones; JetBrains, "The Complexity Trap", 2025).
-DEFAULT_STRATEGIES = ("full", "truncate", "observation-masking", "memory-context")
+DEFAULT_STRATEGIES = (
+    "full",
+    "truncate",
+    "observation-masking",
+    "openclaw",
+    "meerkat",
+    "memory-context",
+)
 DEFAULT_EMBEDDINGS = ("hash", "transformer")
 QUICK_SCALE = 0.15
 # Strategies whose result cannot depend on the embedder (by name, settings aside).

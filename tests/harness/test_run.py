@@ -56,7 +56,8 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
         assert (suite, "full", "-") in keys
         assert (suite, "truncate", "-") in keys
         assert (suite, "observation-masking", "-") in keys  # never searches: one record
-        assert (suite, "memory-context", "hash") in keys
+        for searching in ("openclaw", "meerkat", "memory-context"):
+            assert (suite, searching, "hash") in keys
     for record in summary["records"]:
         assert set(RECORD_METRICS) <= set(record)
     provenance = summary["provenance"]
@@ -66,7 +67,7 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
     rows = (baseline_run / "results.jsonl").read_text(encoding="utf-8").splitlines()
     probes = sum(v["probes"] for v in provenance["scenarios"].values())
     # one row per probe for each of the four strategy x embedding pairs
-    assert len(rows) == 4 * probes
+    assert len(rows) == 6 * probes
 
 
 def test_same_command_gives_the_same_summary_apart_from_timing(
@@ -187,15 +188,22 @@ def test_progress_lines_count_jobs_and_estimate_the_rest(
 ) -> None:
     run_eval(_options(tmp_path / "p", suites=("needle",), progress=True))
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 4  # full, truncate, observation-masking, memory-context x hash
-    assert lines[0].startswith("[   1/4]") and "min left" in lines[0]
-    assert lines[-1].startswith("[   4/4]") and lines[-1].endswith("done")
+    assert len(lines) == 6  # full, truncate, observation-masking; 3 searching x hash
+    assert lines[0].startswith("[   1/6]") and "min left" in lines[0]
+    assert lines[-1].startswith("[   6/6]") and lines[-1].endswith("done")
 
 
 def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert DEFAULT_STRATEGIES == ("full", "truncate", "observation-masking", "memory-context")
+    assert DEFAULT_STRATEGIES == (
+        "full",
+        "truncate",
+        "observation-masking",
+        "openclaw",
+        "meerkat",
+        "memory-context",
+    )
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     assert "observation-masking" in capsys.readouterr().out

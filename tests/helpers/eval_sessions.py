@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from memctx.config import MemoryContextConfig
 from memctx.harness.scenario import Probe, Scenario, Session
+from memctx.harness.strategies import StrategySetup
+from memctx.messages import InfoCache, TokenCounter
 
 WORDS = (
     "parser cache handler module request response buffer stream index worker queue schema "
@@ -129,4 +133,17 @@ def scenario(
         sessions=tuple(built),
         probes=probes,
         secrets=(secret,) if secret else (),
+    )
+
+
+def strategy_setup(work_dir: Path, window: int = 8_000, **overrides: Any) -> StrategySetup:
+    """A strategy's set-up for a unit test: hash embeddings, a fixed clock, fresh caches."""
+    return StrategySetup(
+        window=window,
+        embedding="hash",
+        config=MemoryContextConfig(enabled=True).with_overrides(overrides),
+        work_dir=work_dir,
+        counter=TokenCounter(),
+        infos=InfoCache(),
+        clock=lambda: 1_767_225_600.0,
     )

@@ -23,8 +23,13 @@ which messages to send (:meth:`Strategy.prepare`). Built in:
   uses it by default on real sessions.
 - ``observation-masking``: the last N tool outputs verbatim, older ones replaced by a
   one-line placeholder, no LLM (:mod:`memctx.harness.strategies.observation_masking`).
+- ``openclaw``: seed 001's compaction with the pre-compaction memory flush into memory
+  files, recall only through ``memory_search`` over them
+  (:mod:`memctx.harness.strategies.openclaw`).
+- ``meerkat``: seed 002's turn-based compactor with its loop guard, the discarded messages
+  indexed for ``memory_search``, nothing injected (:mod:`memctx.harness.strategies.meerkat`).
 
-Later issues add ``openclaw``, ``meerkat`` and ``planner`` with :func:`register_strategy`.
+``planner`` (seed 004) is added with :func:`register_strategy` when it lands.
 
 A strategy name may carry settings, ``NAME:KEY=VALUE[,KEY=VALUE]`` (e.g.
 ``observation-masking:keepLast=5``): the keys a strategy takes are declared when it is
@@ -343,6 +348,18 @@ def _memory_context(setup: StrategySetup) -> Strategy:
     return MemoryContextStrategy(setup)
 
 
+def _openclaw(setup: StrategySetup) -> Strategy:
+    from .openclaw import OpenClawStrategy
+
+    return OpenClawStrategy(setup)
+
+
+def _meerkat(setup: StrategySetup) -> Strategy:
+    from .meerkat import MeerkatStrategy
+
+    return MeerkatStrategy(setup)
+
+
 def _memory_context_hook(setup: StrategySetup) -> Strategy:
     from .memory_context import MemoryContextStrategy
 
@@ -355,6 +372,8 @@ for _name, _factory, _summaries in (
     ("full", FullStrategy, False),
     ("truncate", TruncateStrategy, False),
     ("memory-context", _memory_context, True),
+    ("openclaw", _openclaw, True),
+    ("meerkat", _meerkat, True),
     (HOOK_STRATEGY, _memory_context_hook, False),
 ):
     register_strategy(_name, _factory, summaries=_summaries)

@@ -1,0 +1,127 @@
+"""The ``openclaw`` strategy: seed 001's compaction with the memory flush and memory files.
+
+How OpenClaw manages a coding agent's context, as seeds 001 and 003 describe it, with no
+memctx recall:
+
+- **Memory flush.** When the transcript reaches ``window - reserve - softThreshold`` and has
+  not been flushed in this compaction cycle, a silent turn asks ``extractionModel`` for
+  durable notes and appends them to ``memory/YYYY-MM-DD.md`` in the workspace
+  (:mod:`memctx.compaction.flush`); the turn never enters the transcript.
+- **Compaction.** Past ``window - reserve`` the agent compacts
+  (:class:`memctx.compaction.AgentCompactor`: staged summaries, fallback ladder, rolling
+  previous summary, the ``compaction.mode`` safeguard sections when configured); the
+  discarded messages are gone, except what the flush wrote down.
+- **Recall** only through the ``memory_search`` tool over the memory files
+  (:class:`memctx.store.MemoryFiles`), which the harness models as the agent calling it with
+  the probe's question: OpenClaw injects nothing by itself.
+
+The workspace is shared by the sessions of one scenario, as an agent's workspace is, so a
+later session can search what an earlier one flushed. When a call would still exceed the
+window (a compaction that could not fit, one huge tool output), the oldest messages are
+dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself and the call is
+marked as trimmed: the harness measures what the agent would have sent, never an overflow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any
+
+from memctx.compaction import AgentCompactor, FlushTracker, run_flush
+from memctx.llm import LLMClient
+from memctx.store import MemoryFiles
+
+from .base import BaseStrategy, Messages, Prepared, StrategySetup, TruncateStrategy
+from .memory_context import shared_embedder
+
+__all__ = ["OpenClawStrategy"]
+
+
+class OpenClawStrategy(BaseStrategy):
+    """Seed 001's compaction + flush + memory files (see the module docstring).
+
+    Args:
+        setup: The run's window, embedding, config, work directory and shared caches.
+    """
+
+    name = "openclaw"
+    searches = True  # memory_search ranks with the embedder
+
+    def __init__(self, setup: StrategySetup) -> None:
+        super().__init__(setup)
+        self.config = setup.config.with_overrides({"embeddingModel": setup.embedding})
+        # No disk cache: the summariser's prompts hold the unredacted history.
+        self.client = LLMClient(self.config.extraction_model)
+        self.compactor = AgentCompactor(
+            self.config, setup.window, self.client, counter=setup.counter, infos=setup.infos
+        )
+        self.memory = MemoryFiles(
+            setup.work_dir / "workspace",
+            embedder=shared_embedder(setup.embedding),
+            clock=setup.clock,
+        )
+        self._fitter = TruncateStrategy(setup)
+        self._flush: FlushTracker | None = None
+        self._turn = 0  # model calls of the session, for the compactor's loop guard
+        self.counts = {"flushes": 0, "compaction_failures": 0, "over_window_calls": 0}
+
+    def start_session(self, session_id: str) -> None:
+        self._turn = 0
+        self.compactor.guard.reset()  # turns count from 0 again
+        self._fitter.start_session(session_id)
+        # One compaction cycle counter per session, kept beside the workspace.
+        self._flush = FlushTracker(self.setup.work_dir / "flush" / session_id)
+
+    def compact(self, transcript: Messages, tokens: int) -> Messages | None:
+        if self._flush is None:
+            raise RuntimeError("start_session was not called")
+        window = self.setup.window
+        if self._flush.check(tokens, window, self.config).flush:
+            at = self.setup.clock()
+            now = dt.datetime.fromtimestamp(at, tz=dt.UTC)
+            flushed = run_flush(
+                transcript,
+                self.client,
+                self.config,
+                self.memory,
+                now,
+                window=window,
+                counter=self.setup.counter,
+                infos=self.setup.infos,
+            )
+            if flushed.ran:  # a failed call is retried at the next turn
+                self._flush.note_flush(at)
+                self.counts["flushes"] += 1
+        turn = self._turn
+        self._turn += 1  # one turn per model call
+        before = self.compactor.failures
+        result = self.compactor.maybe_compact(transcript, tokens, turn=turn)
+        self.counts["compaction_failures"] += self.compactor.failures - before
+        if result is None:
+            return None
+        self._flush.note_compaction(tokens)
+        return result.messages
+
+    def prepare(self, transcript: Messages) -> Prepared:
+        started = time.perf_counter()
+        tokens = self.setup.counter.count_messages(transcript)
+        if tokens <= self.setup.window - self.setup.config.reserve_tokens:
+            return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0)
+        self.counts["over_window_calls"] += 1
+        fitted = self._fitter.prepare(transcript)
+        latency = (time.perf_counter() - started) * 1000.0
+        return Prepared(fitted.context, latency, trimmed=fitted.trimmed)
+
+    def search(self, query: str) -> list[str] | None:
+        return [hit.text for hit in self.memory.search(query, limit=5)]
+
+    def close(self) -> dict[str, float]:
+        tally = self.client.usage()
+        usage: dict[str, Any] = {
+            "prompt_tokens": tally.prompt_tokens,
+            "completion_tokens": tally.completion_tokens,
+            "cost_usd": tally.cost_usd,
+            "hook_failures": 0.0,
+        }
+        return {key: float(value) for key, value in usage.items()}

@@ -1,0 +1,75 @@
+"""The openclaw strategy: seed 001's compaction, the memory flush, memory_search over the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers.eval_sessions import PLANT, QUESTION, session, strategy_setup
+
+from memctx.harness.strategies import STRATEGIES, SUMMARY_STRATEGIES, make_strategy
+from memctx.harness.strategies.base import StrategySetup
+from memctx.harness.strategies.openclaw import OpenClawStrategy
+from memctx.messages.markers import is_compaction_summary
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_messages_tokens
+
+
+def _setup(tmp_path: Path) -> StrategySetup:
+    return strategy_setup(tmp_path)
+
+
+def _replay(strategy: OpenClawStrategy, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An agent loop: compact (and flush) before each model call, then call."""
+    transcript: list[dict[str, Any]] = []
+    budget = strategy.setup.window - strategy.setup.config.reserve_tokens
+    for message in messages:
+        if transcript and message["role"] == "assistant":
+            replaced = strategy.compact(transcript, estimate_messages_tokens(transcript))
+            if replaced is not None:
+                transcript = replaced
+            context = strategy.prepare(transcript).context
+            assert estimate_messages_tokens(context) <= budget
+            assert not pairing_violations(context)
+        transcript.append(message)
+    return transcript
+
+
+def test_openclaw_is_registered_as_a_summary_strategy(tmp_path: Path) -> None:
+    assert "openclaw" in STRATEGIES and "openclaw" in SUMMARY_STRATEGIES
+    strategy = make_strategy("openclaw", _setup(tmp_path))
+    assert isinstance(strategy, OpenClawStrategy) and strategy.searches
+
+
+def test_the_flush_writes_the_fact_before_compaction_discards_it(tmp_path: Path) -> None:
+    strategy = OpenClawStrategy(_setup(tmp_path))
+    strategy.start_session("s1")
+    messages = session("s1", 40, plants={1: PLANT}, tool_words=120)
+    final = _replay(strategy, messages)
+    assert strategy.compactor.failures == 0
+    assert is_compaction_summary(final[1])  # compacted at least once
+    assert not any(m is messages[3] for m in final)  # the turn stating it is gone
+    # The flush wrote it down first; memory_search finds it in the daily log.
+    hits = strategy.search(QUESTION) or []
+    assert any("8743" in hit for hit in hits)
+    logs = list((tmp_path / "workspace" / "memory").glob("*.md"))
+    assert logs and "8743" in logs[0].read_text()
+    # At most one flush per compaction cycle: cycles are the compactions plus the first.
+    state = json.loads((tmp_path / "flush" / "s1" / "memory-flush.json").read_text())
+    assert 1 <= strategy.counts["flushes"] <= state["compactionCount"] + 1
+    usage = strategy.close()
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+
+
+def test_a_huge_tool_output_never_makes_a_call_overflow(tmp_path: Path) -> None:
+    strategy = OpenClawStrategy(_setup(tmp_path))
+    strategy.start_session("s1")
+    messages = session("s1", 6, tool_words=80)
+    huge = messages[7]
+    huge["content"] = "log line " * 6_000  # one tool output alone over the window
+    final = _replay(strategy, [*messages, *session("s2", 4, tool_words=80, seed=1)[1:]])
+    # Compaction summarised it (the summariser sees it capped, never whole); no call
+    # overflowed on the way (checked in _replay).
+    assert is_compaction_summary(final[1]) and not any(m is huge for m in final)
+    assert strategy.compactor.failures == 0
