@@ -194,6 +194,10 @@ def eval_command(args: argparse.Namespace) -> int:
     if not args.no_report:
         write_report(run_dir)
     print(format_terminal_table(summary, load_probes(run_dir)))
+    spent = summary["timing"].get("strategy_s", {})
+    if spent:
+        parts = ", ".join(f"{key} {seconds:.0f} s" for key, seconds in spent.items())
+        print(f"\nworker time per strategy: {parts}")
     print(f"\nrun directory: {run_dir}  ({summary['timing']['wall_s']} s)")
     status = 0
     pooled = [r for r in summary["records"] if r["suite"] == ALL_SUITES]

@@ -71,7 +71,14 @@ from .flush_turn import (
     is_silent_reply,
     run_flush,
 )
-from .guard import DEFAULT_MARGIN, MAX_BACKOFF_TURNS, MIN_SPACING, GuardDecision, LoopGuard
+from .guard import (
+    DEFAULT_MARGIN,
+    MAX_BACKOFF_TURNS,
+    MAX_URGENT_STREAK,
+    MIN_SPACING,
+    GuardDecision,
+    LoopGuard,
+)
 from .history import CompactionResult, HistoryCut, compact_history, plan_cut
 from .overflow import (
     OVERFLOW_CLASS_NAMES,
@@ -181,6 +188,7 @@ __all__ = [
     "MAX_OVERFLOW_COMPACTION_ATTEMPTS",
     "MAX_TOOL_FAILURES",
     "MAX_TOOL_FAILURE_CHARS",
+    "MAX_URGENT_STREAK",
     "MERGE_SUMMARIES_INSTRUCTIONS",
     "MIN_CHUNK_RATIO",
     "MIN_KEPT_TOOL_RESULT_CHARS",

@@ -38,6 +38,7 @@ from memctx.config import MemoryContextConfig
 __all__ = [
     "DEFAULT_MARGIN",
     "MAX_BACKOFF_TURNS",
+    "MAX_URGENT_STREAK",
     "MIN_SPACING",
     "GuardDecision",
     "LoopGuard",
@@ -46,6 +47,8 @@ __all__ = [
 DEFAULT_MARGIN = 0.10
 MIN_SPACING = 2
 MAX_BACKOFF_TURNS = 32
+# Ineffective compactions in a row after which an overflow waits too (seed 001: 3 attempts).
+MAX_URGENT_STREAK = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +161,15 @@ class LoopGuard:
         """Whether a compaction may run at ``turn`` (changes nothing).
 
         ``urgent``: the context would not fit the window at all (an overflow, not a
-        threshold). After an effective compaction it need not wait out the spacing: that
-        compaction did its job and new content overflowed, and deferring would send a call
-        the provider refuses. It never skips a back-off (compactions that do not help are
-        not repeated, urgent or not) and never runs twice in one turn.
+        threshold): deferring would send a call the provider refuses. An urgent compaction
+        need not wait out the spacing or a back-off while fewer than
+        :data:`MAX_URGENT_STREAK` compactions in a row failed to help (seed 001's three
+        overflow attempts); after that it waits like any other, so a context no compaction
+        can shrink costs three summaries, not one per turn. Never twice in one turn.
         """
         self._check_turn(turn)
-        if urgent and self.streak == 0 and (self.last_turn is None or turn > self.last_turn):
+        later = self.last_turn is None or turn > self.last_turn
+        if urgent and later and self.streak < MAX_URGENT_STREAK:
             return True
         return turn >= self.waiting_until_turn
 

@@ -247,10 +247,11 @@ def _start_worker(threads: int, plugins: Sequence[str]) -> None:
     import_plugins(plugins)
 
 
-def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any]:
-    """Replay one job (runs in a worker process)."""
+def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any, float]:
+    """Replay one job (runs in a worker process); its index, result and seconds."""
     from .engine import run_scenario
 
+    started = time.perf_counter()
     work_dir = Path(work_root) / f"job-{job.index:05d}"
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -266,7 +267,7 @@ def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any]
         )
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    return job.index, result
+    return job.index, result, time.perf_counter() - started
 
 
 def _run_order(jobs: Sequence[_Job]) -> list[_Job]:
@@ -276,16 +277,16 @@ def _run_order(jobs: Sequence[_Job]) -> list[_Job]:
 
 def _execute(
     jobs: list[_Job], options: EvalOptions, report: Callable[[_Job, float], None]
-) -> dict[int, Any]:
-    results: dict[int, Any] = {}
+) -> dict[int, tuple[Any, float]]:
+    """Every job's result and its own run time in seconds, by job index."""
+    results: dict[int, tuple[Any, float]] = {}
     order = _run_order(jobs)
     with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
         if options.jobs <= 1 or len(jobs) <= 1:
             for job in order:
-                started = time.perf_counter()
-                index, result = _run_job(job, options, work_root)
-                results[index] = result
-                report(job, time.perf_counter() - started)
+                index, result, seconds = _run_job(job, options, work_root)
+                results[index] = (result, seconds)
+                report(job, seconds)
             return results
         # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
         threads = max(1, (os.cpu_count() or 1) // options.jobs)
@@ -295,14 +296,13 @@ def _execute(
             initializer=_start_worker,
             initargs=(threads, options.plugins),
         ) as pool:
-            started = time.perf_counter()
-            futures: dict[Future[tuple[int, Any]], _Job] = {
+            futures: dict[Future[tuple[int, Any, float]], _Job] = {
                 pool.submit(_run_job, job, options, work_root): job for job in order
             }
             for future in as_completed(futures):
-                index, result = future.result()
-                results[index] = result
-                report(futures[future], time.perf_counter() - started)
+                index, result, seconds = future.result()
+                results[index] = (result, seconds)
+                report(futures[future], seconds)
     return results
 
 
@@ -348,8 +348,13 @@ def run_eval(options: EvalOptions) -> Path:
             flush=True,
         )
 
-    results = _execute(jobs, options, report)
-    ordered = [(job, results[job.index]) for job in jobs]
+    done = _execute(jobs, options, report)
+    ordered = [(job, done[job.index][0]) for job in jobs]
+    # Worker seconds per strategy × embedding: what each configuration costs to measure.
+    by_strategy: dict[str, float] = {}
+    for job in jobs:
+        key = f"{job.strategy}/{job.embedding}"
+        by_strategy[key] = by_strategy.get(key, 0.0) + done[job.index][1]
     records = aggregate(
         [(job.suite, job.strategy, job.embedding, result) for job, result in ordered],
         seed=options.seed,
@@ -369,6 +374,7 @@ def run_eval(options: EvalOptions) -> Path:
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "wall_s": round(time.perf_counter() - wall, 1),
             "jobs": options.jobs,
+            "strategy_s": {key: round(value, 1) for key, value in by_strategy.items()},
         },
     }
     (out / "summary.json").write_text(

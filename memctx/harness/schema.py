@@ -56,7 +56,9 @@ RECORD_METRICS = (
     "hook_p50_ms",
     "hook_p95_ms",
 )
-TIMING_KEYS = frozenset({"hook_p50_ms", "hook_p95_ms", "wall_s", "started_at", "finished_at"})
+TIMING_KEYS = frozenset(
+    {"hook_p50_ms", "hook_p95_ms", "wall_s", "started_at", "finished_at", "strategy_s"}
+)
 # Gate direction: +1 means larger is better, -1 smaller is better.
 HIGHER_IS_BETTER = {
     "recall_accuracy": 1,

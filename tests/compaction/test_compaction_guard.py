@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from memctx.compaction import (
     DEFAULT_MARGIN,
     MAX_BACKOFF_TURNS,
+    MAX_URGENT_STREAK,
     MIN_SPACING,
     GuardDecision,
     LoopGuard,
@@ -216,15 +217,19 @@ def test_no_timeline_compacts_on_consecutive_turns_or_beyond_the_bound(
     assert stats["ineffective"] >= stats["failed"]
 
 
-def test_an_urgent_compaction_skips_the_spacing_only_after_an_effective_one() -> None:
+def test_an_urgent_compaction_skips_spacing_and_back_off_for_three_attempts_at_most() -> None:
     guard = LoopGuard(min_turns_between=3)
     guard.record(10, tokens_after=EFFECTIVE, threshold=THRESHOLD)  # effective
     assert not guard.allows(11) and guard.allows(11, urgent=True)
     assert not guard.allows(10, urgent=True)  # never twice in one turn
     assert guard.admit(11, urgent=True).allowed and guard.deferred == 0
-    guard.record(11, tokens_after=EFFECTIVE + 1, threshold=THRESHOLD)  # ineffective
-    # After a compaction that did not help, urgency does not shorten the back-off.
+    # Ineffective ones: an overflow may still try, up to MAX_URGENT_STREAK in a row ...
+    for turn in range(11, 11 + MAX_URGENT_STREAK):
+        assert guard.admit(turn, urgent=True).allowed
+        guard.record(turn, tokens_after=EFFECTIVE + 1, threshold=THRESHOLD)
+    # ... then it waits out the back-off like any other trigger.
+    last = 10 + MAX_URGENT_STREAK
     waiting = guard.waiting_until_turn
-    assert waiting > 12
-    assert not guard.allows(12, urgent=True) and not guard.admit(waiting - 1, urgent=True).allowed
-    assert guard.deferred == 1 and guard.allows(waiting, urgent=True)
+    assert waiting > last + 1
+    assert not guard.admit(last + 1, urgent=True).allowed and guard.deferred == 1
+    assert guard.allows(waiting, urgent=True)

@@ -58,6 +58,10 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
         assert (suite, "observation-masking", "-") in keys  # never searches: one record
         for searching in ("openclaw", "meerkat", "memory-context"):
             assert (suite, searching, "hash") in keys
+    # What each configuration cost to measure, in worker seconds.
+    spent = summary["timing"]["strategy_s"]
+    assert set(spent) == {f"{s}/{e}" for _, s, e in keys}
+    assert all(seconds >= 0 for seconds in spent.values())
     for record in summary["records"]:
         assert set(RECORD_METRICS) <= set(record)
     provenance = summary["provenance"]
