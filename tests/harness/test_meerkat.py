@@ -23,7 +23,7 @@ def _setup(tmp_path: Path) -> StrategySetup:
 def _replay(strategy: MeerkatStrategy, messages: list[dict[str, Any]]) -> list[int]:
     """An agent loop; returns the turns (model calls) at which the strategy compacted."""
     transcript: list[dict[str, Any]] = []
-    budget = strategy.setup.window - strategy.setup.config.reserve_tokens
+    budget = strategy.setup.window
     compacted_at: list[int] = []
     turn = 0
     for message in messages:

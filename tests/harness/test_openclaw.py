@@ -23,7 +23,7 @@ def _setup(tmp_path: Path) -> StrategySetup:
 def _replay(strategy: OpenClawStrategy, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """An agent loop: compact (and flush) before each model call, then call."""
     transcript: list[dict[str, Any]] = []
-    budget = strategy.setup.window - strategy.setup.config.reserve_tokens
+    budget = strategy.setup.window
     for message in messages:
         if transcript and message["role"] == "assistant":
             replaced = strategy.compact(transcript, estimate_messages_tokens(transcript))

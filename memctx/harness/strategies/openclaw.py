@@ -106,7 +106,10 @@ class OpenClawStrategy(BaseStrategy):
     def prepare(self, transcript: Messages) -> Prepared:
         started = time.perf_counter()
         tokens = self.setup.counter.count_messages(transcript)
-        if tokens <= self.setup.window - self.setup.config.reserve_tokens:
+        # The agent sends its whole transcript; its compaction trigger keeps it under the
+        # window. Only a call the provider would refuse is cut (memctx's reserveTokens is
+        # memctx's own trim budget, not this agent's).
+        if tokens <= self.setup.window:
             return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0)
         self.counts["over_window_calls"] += 1
         fitted = self._fitter.prepare(transcript)
