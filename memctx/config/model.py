@@ -205,7 +205,7 @@ class CompactionConfig(_Model):
     max_summary_tokens: PositiveInt = 4096
     """Turn-based: output limit for the summary call."""
     min_turns_between_compactions: NonNegativeInt = 3
-    """Turn-based loop guard (0 disables it)."""
+    """Loop guard: turns from one compaction to the next (at least 2 whatever the value)."""
 
     @model_validator(mode="after")
     def _check_chunks(self) -> Self:
