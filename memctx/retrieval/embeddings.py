@@ -301,6 +301,8 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, cache_path: Path | None = None) -> None:
         self.inner, self.cache_path = inner, cache_path
         self.name, self.dim, self.version = inner.name, inner.dim, inner.version
+        # Why a requested transformer is not running, as the wrapped embedder says.
+        self.fallback_reason: str | None = getattr(inner, "fallback_reason", None)
         self.hits = self.misses = 0
         self._vectors: dict[bytes, np.ndarray] = {}
         self._lock = threading.Lock()
@@ -427,8 +429,8 @@ def make_embedder(
 
     Args:
         kind: ``"hash"`` or ``"transformer"`` (the config's ``embeddingModel``).
-        cache_path: Persist embeddings here (see :class:`CachedEmbedder`); ``None`` keeps
-            them in memory only.
+        cache_path: Persist embeddings here (see :class:`CachedEmbedder`); ``None``: no
+            cache (wrap the result in ``CachedEmbedder(embedder)`` for one in memory).
         dim: Vector dimension. The transformer is 384-dim, so other values need ``"hash"``.
 
     Returns:
