@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,10 +72,12 @@ __all__ = [
     "StrategyFactory",
     "StrategySetup",
     "TruncateStrategy",
+    "client_usage",
     "leading_blocks",
     "make_strategy",
     "parse_strategy",
     "register_strategy",
+    "send_whole",
 ]
 
 Messages = list[dict[str, Any]]
@@ -339,6 +341,35 @@ class TruncateStrategy(BaseStrategy):
         if cut == head:
             return Prepared(list(transcript), latency)
         return Prepared(transcript[:head] + transcript[cut:], latency, trimmed=True)
+
+
+def send_whole(
+    setup: StrategySetup, transcript: Messages, fitter: TruncateStrategy
+) -> tuple[Prepared, bool]:
+    """An agent that sends its whole transcript (its own compaction keeps it under the
+    window): as it is while it fits the window, else ``fitter``'s cut, so no call the
+    provider would refuse is measured. memctx's ``reserveTokens`` is memctx's own trim
+    budget, not such an agent's. Returns the call and whether it had to be cut."""
+    started = time.perf_counter()
+    if setup.counter.count_messages(transcript) <= setup.window:
+        return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0), False
+    fitted = fitter.prepare(transcript)
+    latency = (time.perf_counter() - started) * 1000.0
+    return Prepared(fitted.context, latency, trimmed=fitted.trimmed), True
+
+
+def client_usage(clients: Sequence[Any], hook_failures: int = 0) -> dict[str, float]:
+    """What :meth:`Strategy.close` returns: the LLM usage of ``clients`` (``None`` skipped)
+    summed, and the hook failures."""
+    usage = {"prompt_tokens": 0.0, "completion_tokens": 0.0, "cost_usd": 0.0}
+    for client in clients:
+        if client is None:
+            continue
+        tally = client.usage()
+        usage["prompt_tokens"] += tally.prompt_tokens
+        usage["completion_tokens"] += tally.completion_tokens
+        usage["cost_usd"] += tally.cost_usd
+    return {**usage, "hook_failures": float(hook_failures)}
 
 
 def _memory_context(setup: StrategySetup) -> Strategy:

@@ -26,7 +26,6 @@ marked as trimmed: the harness measures what the agent would have sent, never an
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +33,15 @@ from memctx.compaction import TurnCompactor, compaction_reserve
 from memctx.llm import LLMClient
 from memctx.runtime import MemoryContext
 
-from .base import BaseStrategy, Messages, Prepared, StrategySetup, TruncateStrategy
+from .base import (
+    BaseStrategy,
+    Messages,
+    Prepared,
+    StrategySetup,
+    TruncateStrategy,
+    client_usage,
+    send_whole,
+)
 from .memory_context import shared_embedder
 
 __all__ = ["MeerkatStrategy"]
@@ -118,19 +125,11 @@ class MeerkatStrategy(BaseStrategy):
         return result.messages
 
     def prepare(self, transcript: Messages) -> Prepared:
-        started = time.perf_counter()
-        tokens = self.setup.counter.count_messages(transcript)
-        # The agent sends its whole transcript; its compaction trigger keeps it under the
-        # window. Only a call the provider would refuse is cut (memctx's reserveTokens is
-        # memctx's own trim budget, not this agent's).
-        if tokens <= self.setup.window:
-            self._last_input = tokens
-            return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0)
-        self.counts["over_window_calls"] += 1
-        fitted = self._fitter.prepare(transcript)
-        self._last_input = self.setup.counter.count_messages(fitted.context)
-        latency = (time.perf_counter() - started) * 1000.0
-        return Prepared(fitted.context, latency, trimmed=fitted.trimmed)
+        prepared, cut = send_whole(self.setup, transcript, self._fitter)
+        self.counts["over_window_calls"] += cut
+        # What the provider reports as the call's input: the trigger's first threshold.
+        self._last_input = self.setup.counter.count_messages(prepared.context)
+        return prepared
 
     def search(self, query: str) -> list[str] | None:
         hits = self._index().memory_search(query, limit=5)
@@ -152,10 +151,4 @@ class MeerkatStrategy(BaseStrategy):
         if self.index is not None:
             self.index.close()
             self.index = None
-        tally = self.client.usage()
-        return {
-            "prompt_tokens": float(tally.prompt_tokens),
-            "completion_tokens": float(tally.completion_tokens),
-            "cost_usd": float(tally.cost_usd),
-            "hook_failures": float(self.counts["hook_failures"]),
-        }
+        return client_usage([self.client], self.counts["hook_failures"])

@@ -42,6 +42,7 @@ from .base import (
     Messages,
     Prepared,
     StrategySetup,
+    client_usage,
     leading_blocks,
 )
 
@@ -206,12 +207,4 @@ class MemoryContextStrategy(BaseStrategy):
         if self.engine is not None:
             self.engine.close()
             self.engine = None
-        usage: dict[str, float] = {"hook_failures": float(self.failures)}
-        for client in (self.extractor, self.summarizer):
-            if client is None:
-                continue
-            tally = client.usage()
-            usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + tally.prompt_tokens
-            usage["completion_tokens"] = usage.get("completion_tokens", 0) + tally.completion_tokens
-            usage["cost_usd"] = usage.get("cost_usd", 0.0) + tally.cost_usd
-        return usage
+        return client_usage([self.extractor, self.summarizer], self.failures)

@@ -25,14 +25,20 @@ marked as trimmed: the harness measures what the agent would have sent, never an
 from __future__ import annotations
 
 import datetime as dt
-import time
-from typing import Any
 
 from memctx.compaction import AgentCompactor, FlushTracker, run_flush
 from memctx.llm import LLMClient
 from memctx.store import MemoryFiles
 
-from .base import BaseStrategy, Messages, Prepared, StrategySetup, TruncateStrategy
+from .base import (
+    BaseStrategy,
+    Messages,
+    Prepared,
+    StrategySetup,
+    TruncateStrategy,
+    client_usage,
+    send_whole,
+)
 from .memory_context import shared_embedder
 
 __all__ = ["OpenClawStrategy"]
@@ -104,27 +110,12 @@ class OpenClawStrategy(BaseStrategy):
         return result.messages
 
     def prepare(self, transcript: Messages) -> Prepared:
-        started = time.perf_counter()
-        tokens = self.setup.counter.count_messages(transcript)
-        # The agent sends its whole transcript; its compaction trigger keeps it under the
-        # window. Only a call the provider would refuse is cut (memctx's reserveTokens is
-        # memctx's own trim budget, not this agent's).
-        if tokens <= self.setup.window:
-            return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0)
-        self.counts["over_window_calls"] += 1
-        fitted = self._fitter.prepare(transcript)
-        latency = (time.perf_counter() - started) * 1000.0
-        return Prepared(fitted.context, latency, trimmed=fitted.trimmed)
+        prepared, cut = send_whole(self.setup, transcript, self._fitter)
+        self.counts["over_window_calls"] += cut
+        return prepared
 
     def search(self, query: str) -> list[str] | None:
         return [hit.text for hit in self.memory.search(query, limit=5)]
 
     def close(self) -> dict[str, float]:
-        tally = self.client.usage()
-        usage: dict[str, Any] = {
-            "prompt_tokens": tally.prompt_tokens,
-            "completion_tokens": tally.completion_tokens,
-            "cost_usd": tally.cost_usd,
-            "hook_failures": 0.0,
-        }
-        return {key: float(value) for key, value in usage.items()}
+        return client_usage([self.client])
