@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from multiprocessing import get_context
@@ -275,18 +275,49 @@ def _run_order(jobs: Sequence[_Job]) -> list[_Job]:
     return sorted(jobs, key=lambda j: (-j.weight(), j.index))
 
 
+def _bundles(jobs: Sequence[_Job]) -> list[list[_Job]]:
+    """The units a worker runs: the transformer jobs of one scenario together, every other
+    job alone; heaviest first.
+
+    A worker keeps one transformer embedder and its cache of embedded texts: strategies that
+    archive the same messages of a scenario (memory-context, meerkat) then embed them once,
+    not once per strategy and worker. Hash embeds at the cost of a hash and gains nothing.
+    """
+    by_scenario: dict[tuple[str, str, int | None], list[_Job]] = {}
+    out: list[list[_Job]] = []
+    for job in _run_order(jobs):
+        if job.embedding == "transformer":
+            key = (job.suite, job.scenario.id, job.window)
+            if key not in by_scenario:
+                by_scenario[key] = []
+                out.append(by_scenario[key])
+            by_scenario[key].append(job)
+        else:
+            out.append([job])
+    return sorted(out, key=lambda b: (-sum(j.weight() for j in b), b[0].index))
+
+
+def _run_bundle(
+    bundle: list[_Job], options: EvalOptions, work_root: str
+) -> list[tuple[int, Any, float]]:
+    """Run a bundle's jobs one after the other (in a worker process)."""
+    return [_run_job(job, options, work_root) for job in bundle]
+
+
 def _execute(
     jobs: list[_Job], options: EvalOptions, report: Callable[[_Job, float], None]
 ) -> dict[int, tuple[Any, float]]:
     """Every job's result and its own run time in seconds, by job index."""
     results: dict[int, tuple[Any, float]] = {}
-    order = _run_order(jobs)
+    by_index = {job.index: job for job in jobs}
+    bundles = _bundles(jobs)
     with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
-        if options.jobs <= 1 or len(jobs) <= 1:
-            for job in order:
-                index, result, seconds = _run_job(job, options, work_root)
-                results[index] = (result, seconds)
-                report(job, seconds)
+        if options.jobs <= 1 or len(bundles) <= 1:
+            for bundle in bundles:
+                for job in bundle:
+                    index, result, seconds = _run_job(job, options, work_root)
+                    results[index] = (result, seconds)
+                    report(job, seconds)
             return results
         # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
         threads = max(1, (os.cpu_count() or 1) // options.jobs)
@@ -296,13 +327,11 @@ def _execute(
             initializer=_start_worker,
             initargs=(threads, options.plugins),
         ) as pool:
-            futures: dict[Future[tuple[int, Any, float]], _Job] = {
-                pool.submit(_run_job, job, options, work_root): job for job in order
-            }
+            futures = [pool.submit(_run_bundle, bundle, options, work_root) for bundle in bundles]
             for future in as_completed(futures):
-                index, result, seconds = future.result()
-                results[index] = (result, seconds)
-                report(futures[future], seconds)
+                for index, result, seconds in future.result():
+                    results[index] = (result, seconds)
+                    report(by_index[index], seconds)
     return results
 
 
@@ -326,7 +355,7 @@ def run_eval(options: EvalOptions) -> Path:
     finished: set[int] = set()
     done_weight = [0]
     total_weight = sum(job.weight() for job in jobs)
-    queue = _run_order(jobs)  # the pool starts jobs in this order
+    queue = [job for bundle in _bundles(jobs) for job in bundle]  # the order jobs start in
     clock_start = time.perf_counter()
 
     def report(job: _Job, seconds: float) -> None:

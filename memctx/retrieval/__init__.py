@@ -19,6 +19,7 @@ from .embeddings import (
     HashEmbedder,
     SelectedEmbedder,
     TransformerEmbedder,
+    embed_query,
     make_embedder,
 )
 from .hybrid import (
@@ -53,6 +54,7 @@ __all__ = [
     "TransformerEmbedder",
     "VectorIndex",
     "VectorScores",
+    "embed_query",
     "hybrid_search",
     "key_array",
     "lucene_idf",

@@ -38,6 +38,7 @@ __all__ = [
     "HashEmbedder",
     "SelectedEmbedder",
     "TransformerEmbedder",
+    "embed_query",
     "make_embedder",
 ]
 
@@ -72,6 +73,17 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for blanks."""
         ...
+
+
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """The vector of one search query: ``embedder.embed_query(text)`` when the embedder
+    treats queries apart from stored texts (:class:`CachedEmbedder` may not cache them),
+    else ``embedder.embed([text])[0]``. Searches call this; stores call ``embed``."""
+    own = getattr(embedder, "embed_query", None)
+    if callable(own):
+        return np.asarray(own(text), dtype=np.float32)
+    vector: np.ndarray = embedder.embed([text])[0]
+    return vector
 
 
 def _check_texts(texts: Sequence[str]) -> None:
@@ -292,14 +304,19 @@ class CachedEmbedder:
     Args:
         inner: The embedder that computes misses.
         cache_path: Where to persist, or ``None`` for memory only.
+        cache_queries: Also serve search queries (:func:`embed_query`) from the cache.
+            ``False`` embeds every query afresh: a benchmark that shares one cache across
+            strategies must not time a warmed lookup as the query embedding an agent pays.
 
     Attributes:
         hits: Texts served from the cache.
         misses: Texts embedded by ``inner``.
     """
 
-    def __init__(self, inner: Embedder, cache_path: Path | None = None) -> None:
-        self.inner, self.cache_path = inner, cache_path
+    def __init__(
+        self, inner: Embedder, cache_path: Path | None = None, *, cache_queries: bool = True
+    ) -> None:
+        self.inner, self.cache_path, self.cache_queries = inner, cache_path, cache_queries
         self.name, self.dim, self.version = inner.name, inner.dim, inner.version
         # Why a requested transformer is not running, as the wrapped embedder says.
         self.fallback_reason: str | None = getattr(inner, "fallback_reason", None)
@@ -369,6 +386,13 @@ class CachedEmbedder:
                 out[i] = self._vectors[key]
         return out
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """One search query's vector: cached like any text unless ``cache_queries`` is off."""
+        if self.cache_queries:
+            vector: np.ndarray = self.embed([text])[0]
+            return vector
+        return embed_query(self.inner, text)
+
     def _persist(self, fresh: dict[bytes, np.ndarray]) -> None:
         if self.cache_path is None:
             return
@@ -407,6 +431,10 @@ class SelectedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed with the chosen embedder."""
         return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One search query's vector, as the chosen embedder treats queries."""
+        return embed_query(self.inner, text)
 
 
 _fallback_lock = threading.Lock()

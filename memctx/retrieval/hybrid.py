@@ -40,7 +40,7 @@ import numpy as np
 from memctx.text import tokenize
 
 from .bm25 import BM25Index
-from .embeddings import Embedder
+from .embeddings import Embedder, embed_query
 from .keys import DenseKeys, key_array
 from .vector_index import VectorIndex
 
@@ -212,7 +212,7 @@ def hybrid_search(
     # Scored once, read three ways (best, top pool, candidates) without a dict over every
     # matching document: a common word matches most of a 20,000-segment store.
     text = bm25.query(q_tokens) if params.text_weight > 0 else None
-    q_vec = embedder.embed([query])[0]
+    q_vec = embed_query(embedder, query)
     pool = params.candidates
     similarity = vectors.query(q_vec, allowed)  # one product, read twice (top, candidates)
     candidates = {k for k, _ in similarity.top(pool)}

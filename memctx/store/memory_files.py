@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memctx.errors import StoreError
-from memctx.retrieval import BM25Index, VectorIndex
+from memctx.retrieval import BM25Index, VectorIndex, embed_query
 from memctx.text import (
     CHUNK_OVERLAP_TOKENS,
     CHUNK_TOKENS,
@@ -283,7 +283,7 @@ class MemoryFiles:
         with self._lock:
             if not self._chunks:
                 return []
-            keys, sims = self._vectors.similarities(self._embedder.embed([query])[0])
+            keys, sims = self._vectors.similarities(embed_query(self._embedder, query))
             text = self._bm25.normalized_scores(tokenize_unique(query))
             today = dt.date.fromtimestamp(self._clock())
             hits: list[MemoryHit] = []

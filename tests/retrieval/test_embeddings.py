@@ -21,6 +21,7 @@ from memctx.retrieval.embeddings import (
     EmbeddingUnavailable,
     HashEmbedder,
     TransformerEmbedder,
+    embed_query,
     make_embedder,
 )
 from memctx.text import tokenize
@@ -225,6 +226,25 @@ def test_cache_sends_only_misses_once() -> None:
     assert cache.stats() == {"hits": 4, "misses": 4, "entries": 4}
     second[:] = 0  # callers get copies, never the cached rows
     assert cache.embed(["a b"]).any()
+
+
+def test_cache_serves_queries_only_when_asked_to() -> None:
+    stored = CountingEmbedder()
+    shared = CachedEmbedder(stored, cache_queries=False)
+    shared.embed(["the deploy failed", "rollback done"])
+    # A stored text asked again as a query is embedded afresh: a warmed lookup is never
+    # timed as the query embedding an agent pays for.
+    vector = embed_query(shared, "the deploy failed")
+    vector_again = embed_query(make_embedder("hash", dim=8), "x")  # plain embedders too
+    assert stored.calls == [["the deploy failed", "rollback done"], ["the deploy failed"]]
+    np.testing.assert_array_equal(vector, shared.embed(["the deploy failed"])[0])
+    assert shared.misses == 2 and vector_again.shape == (8,)
+    default = CachedEmbedder(CountingEmbedder())
+    default.embed(["a b"])
+    embed_query(default, "a b")
+    embed_query(default, "a b")
+    assert default.inner.calls == [["a b"]]  # type: ignore[attr-defined]
+    assert (default.hits, default.misses) == (2, 1)
 
 
 def test_cache_keys_depend_on_model_name_and_version() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from memctx.compaction import AgentCompactor, archivable
 from memctx.llm import LLMClient
@@ -33,7 +33,7 @@ from memctx.messages import (
     is_recalled_block,
     leading_system_count,
 )
-from memctx.retrieval import Embedder, make_embedder
+from memctx.retrieval import CachedEmbedder, Embedder, make_embedder
 from memctx.runtime import MemoryContext
 
 from .base import (
@@ -58,15 +58,18 @@ _EMBEDDERS: dict[str, Embedder] = {}
 
 
 def shared_embedder(kind: str) -> Embedder:
-    """One embedder per kind per process (the transformer loads once).
-
-    No cache of embedded texts across jobs: the strategies of one scenario ask the same
-    questions, and a cache warmed by the first would make the next one's hook latency that
-    of a lookup, not of the embedding an agent pays for.
-    """
+    """One embedder per kind per process: the transformer loads once, and each stored text
+    is embedded once per worker (an in-memory cache by text hash), so the strategies that
+    archive the same messages of a scenario (memory-context, meerkat, openclaw's notes) do
+    not embed them again. Search queries are never served from it (``cache_queries=False``):
+    a query warmed by the previous strategy would make the next one's hook latency that of a
+    lookup, not of the embedding an agent pays for on every turn. Hash needs no cache:
+    hashing is the embedding."""
     if kind not in _EMBEDDERS:
-        chosen: Literal["hash", "transformer"] = "transformer" if kind == "transformer" else "hash"
-        _EMBEDDERS[kind] = make_embedder(chosen)
+        if kind == "transformer":
+            _EMBEDDERS[kind] = CachedEmbedder(make_embedder("transformer"), cache_queries=False)
+        else:
+            _EMBEDDERS[kind] = make_embedder("hash")
     return _EMBEDDERS[kind]
 
 
