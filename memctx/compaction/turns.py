@@ -4,9 +4,10 @@
   input tokens or the estimated history reach ``compaction.autoCompactThreshold``; never
   on turn 0; only when the :class:`LoopGuard` allows (spacing, back-off).
 - **Cut** (:func:`plan_turn_cut`): a turn is a user message that is not a tool result and
-  everything up to the next one. The last ``compaction.recentTurnBudget`` complete turns
-  stay verbatim; a cut that would part a tool call from its result (a damaged history)
-  moves back a turn.
+  everything up to the next one. At most the last ``compaction.recentTurnBudget`` complete
+  turns stay verbatim, and never all of them: the oldest is always summarised, as
+  Meerkat's compactor does, so one long agent turn can be compacted too; a cut that would
+  part a tool call from its result (a damaged history) moves back a turn.
 - **Summary**: leading system messages stay; the rest before the cut goes through the
   seed-001 :class:`Summarizer` (staged, chunked, seed 002's handoff prompt), earlier
   summaries as the rolling summary, the output limited to ``compaction.maxSummaryTokens``,
@@ -78,7 +79,7 @@ class TurnCut:
 
     Attributes:
         head: Number of leading system messages, kept in place.
-        cut: First message of the kept turns (``head`` when nothing is compacted).
+        cut: First message of the kept turns (``len(messages)`` when none is kept).
         turns: Complete turns in the history (after the system messages).
         kept_turns: Complete turns from ``cut`` on.
     """
@@ -163,20 +164,26 @@ def _summary(message: Any, infos: InfoCache | None = None) -> bool:
 
 
 def plan_turn_cut(messages: Sequence[Any], recent_turns: int, infos: InfoCache) -> TurnCut:
-    """Where to cut so that the last ``recent_turns`` complete turns stay verbatim.
+    """Where to cut so that at most the last ``recent_turns`` complete turns stay verbatim.
 
-    The cut is at the user message opening the ``recent_turns``-th newest turn. When a tool
-    call before it is answered at or after it (a damaged history), the cut moves back to
-    the turn holding the call, so a kept turn never lacks its call's result or vice versa.
+    The budget is a maximum: at least the oldest turn is always summarised, so a history of
+    one long turn (an agent working through a hundred tool calls on one request) can still
+    be compacted. Meerkat's ``DefaultCompactor`` does the same (``recent_turn_budget.min(
+    turns - 1)``): the seed's strict "keep the last 4 turns" compacted nothing until a
+    fifth user message arrived, however large the history grew. With a single turn, or
+    none, everything after the system messages is summarised.
+
+    The cut is at the user message opening the oldest kept turn. When a tool call before it
+    is answered at or after it (a damaged history), the cut moves back to the turn holding
+    the call, so a kept turn never lacks its call's result or vice versa.
 
     Returns:
-        The cut; ``cut == head`` when there is nothing older than the kept turns.
+        The cut; ``cut == len(messages)`` when no turn is kept.
     """
     head = leading_system_count(messages, infos)
     starts = [i for i in range(head, len(messages)) if is_turn_start(messages[i], infos)]
-    if len(starts) <= recent_turns:
-        return TurnCut(head, head, len(starts), len(starts))
-    cut = starts[-recent_turns] if recent_turns > 0 else len(messages)
+    keep = min(recent_turns, max(len(starts) - 1, 0))
+    cut = starts[-keep] if keep > 0 else len(messages)
     unit_of = {i: u for u in tool_units(messages, infos) for i in u}
     while head < cut < len(messages) and unit_of[cut].start != cut:
         unit_start = unit_of[cut].start
@@ -236,8 +243,9 @@ def compact_turns(
     fresh = [m for m in old if not is_recalled_block(m) and not _summary(m, infos)]
     if not fresh:
         why = (
-            f"nothing to compact: {cut.turns} complete turns, the last {recent} are kept "
-            "(compaction.recentTurnBudget) and nothing older is left to summarise"
+            f"nothing to compact: {cut.turns} complete turns, the last {cut.kept_turns} are "
+            "kept (compaction.recentTurnBudget) and nothing older but earlier summaries and "
+            "recalled blocks is left to summarise"
         )
         return TurnCompactionResult.unchanged(
             TurnCompactionStatus.NOTHING_TO_COMPACT, why, history, **unchanged

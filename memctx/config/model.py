@@ -201,7 +201,7 @@ class CompactionConfig(_Model):
     auto_compact_threshold: PositiveInt = 100000
     """Turn-based: compact when last input or estimated history tokens reach this."""
     recent_turn_budget: PositiveInt = 4
-    """Turn-based: complete recent turns kept after compaction."""
+    """Turn-based: at most this many recent complete turns kept (the oldest is summarised)."""
     max_summary_tokens: PositiveInt = 4096
     """Turn-based: output limit for the summary call."""
     min_turns_between_compactions: NonNegativeInt = 3

@@ -132,8 +132,12 @@ def test_the_cut_keeps_the_last_complete_turns() -> None:
     messages = history(5)
     cut = plan_turn_cut(messages, 2, InfoCache())
     assert (cut.head, cut.cut, cut.turns, cut.kept_turns) == (1, 1 + 3 * 4, 5, 2)
-    assert plan_turn_cut(messages, 5, InfoCache()).cut == 1  # nothing older than 5 turns
-    assert plan_turn_cut(messages, 9, InfoCache()).kept_turns == 5
+    # The budget is a maximum: the oldest turn is always summarised (Meerkat's rule).
+    assert plan_turn_cut(messages, 5, InfoCache()).kept_turns == 4
+    assert plan_turn_cut(messages, 9, InfoCache()).cut == 1 + 4
+    one_long_turn = [system(), *turn(0), *[m for k in range(1, 6) for m in turn(k)[1:3]]]
+    whole = plan_turn_cut(one_long_turn, 4, InfoCache())
+    assert (whole.cut, whole.kept_turns, whole.turns) == (len(one_long_turn), 0, 1)
 
 
 def test_a_cut_that_would_part_a_call_from_its_result_moves_back_a_turn() -> None:
@@ -211,13 +215,21 @@ def test_earlier_summaries_roll_forward_and_markers_are_not_indexed_again() -> N
     assert sum(is_compaction_summary(m) for m in out.messages) == 1
 
 
-def test_no_more_turns_than_the_budget_is_nothing_to_compact() -> None:
+def test_only_markers_before_the_kept_turns_is_nothing_to_compact() -> None:
     model = ScriptedModel()
-    messages = [system(), summary_message("before"), *history(2)[1:]]
+    # A history before any turn holding only an earlier summary and a recalled block.
+    messages = [system(), summary_message("before"), user(recalled_block_text("<d>x</d>"))]
     out = compact(messages, model.client(), config=config(recent=2))
     assert out.status is TurnCompactionStatus.NOTHING_TO_COMPACT
     assert "recentTurnBudget" in out.reason and model.requests == []
     assert_unchanged(out, messages)
+
+
+def test_fewer_turns_than_the_budget_still_summarise_the_oldest() -> None:
+    messages = [system(), summary_message("before"), *history(2)[1:]]
+    out = compact(messages, ScriptedModel().client(), config=config(recent=2))
+    assert out.compacted and out.messages[2:] == messages[2 + 4 :]  # the second turn stays
+    assert [id(m) for m in out.discarded] == [id(m) for m in messages[1 : 2 + 4]]
 
 
 def test_a_failed_summary_leaves_the_history_unchanged_and_says_why() -> None:
@@ -381,11 +393,14 @@ def test_recent_turns_stay_verbatim_and_pairs_whole(fmt: str) -> None:
         assert pairing_violations(out.messages) == []
         starts = _turn_starts(messages)
         head = leading_system_count(messages, InfoCache())
-        if len(starts) <= recent:
+        keep = min(recent, max(len(starts) - 1, 0))  # the oldest turn is always summarised
+        cut = starts[-keep] if keep else len(messages)
+        if not any(
+            not is_compaction_summary(m) and not is_recalled_block(m) for m in messages[head:cut]
+        ):
             assert out.status is TurnCompactionStatus.NOTHING_TO_COMPACT
             assert_unchanged(out, messages)
             return
-        cut = starts[-recent]
         assert out.compacted
         assert [id(m) for m in out.messages[:head]] == [id(m) for m in messages[:head]]
         assert out.messages[head] is out.summary_message
@@ -478,9 +493,11 @@ def test_an_agent_loop_never_compacts_on_turn_0_or_consecutive_turns(fmt: str) -
                 assert len(model.requests) == calls_before  # no attempt, no call
             if not out.compacted:
                 assert out.messages == snapshot and [id(m) for m in out.messages] == ids
-            else:
+            elif len(_turn_starts(history)) >= 2:
                 kept = out.messages[-len(segment) :]
                 assert [id(m) for m in kept] == [id(m) for m in segment]  # newest turn
+            else:  # one turn: the budget keeps at most all but the oldest, so none
+                assert out.messages[-1] is out.summary_message
             history = out.messages
             last_input = COUNTER.count_messages(history) if case.report_input else None
         turns = [t for t, _ in attempts]

@@ -4,10 +4,11 @@ How Meerkat manages an agent's context, as seed 002 describes it:
 
 - **Compaction** at turn boundaries (:class:`memctx.compaction.TurnCompactor`): when the
   input tokens of the last call or the estimated history reach the threshold, everything
-  but the last ``recentTurnBudget`` (4) complete turns becomes one ``[Context compacted]``
-  message; never on turn 0, at least ``minTurnsBetweenCompactions`` turns apart, backing off
-  when a compaction does not bring the context under the threshold (the loop guard); a
-  failed compaction leaves the history unchanged.
+  but at most the last ``recentTurnBudget`` (4) complete turns becomes one ``[Context
+  compacted]`` message, the oldest turn always included (Meerkat's rule: one long agent
+  turn is compacted too); never on turn 0, at least ``minTurnsBetweenCompactions`` turns
+  apart, backing off when a compaction does not bring the context under the threshold (the
+  loop guard); a failed compaction leaves the history unchanged.
 - **Memory**: the discarded messages are indexed, and the agent can call ``memory_search``;
   nothing is injected into the context. The harness models the tool as the agent calling it
   with the probe's question (the ``tool`` column of the report). The index is memctx's raw
