@@ -95,17 +95,21 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             raise OptionError(f"--store {args.store} is a file, not a folder; pass a folder")
         overrides = _replay_overrides(args)
         transcript = load_transcript(Path(args.transcript))
+        strategies = args.strategy or [HOOK_STRATEGY]
         for window in args.window:
-            reports.append(
-                replay_transcript(
-                    transcript,
-                    window=window,
-                    strategy=args.strategy or HOOK_STRATEGY,
-                    embedding=args.embedding,
-                    overrides=overrides,
-                    store_dir=Path(args.store) / f"w{window}" if args.store else None,
+            for strategy in strategies:
+                folder = f"w{window}" if len(strategies) == 1 else f"w{window}-{strategy}"
+                reports.append(
+                    replay_transcript(
+                        transcript,
+                        window=window,
+                        strategy=strategy,
+                        embedding=args.embedding,
+                        overrides=overrides,
+                        store_dir=Path(args.store) / folder if args.store else None,
+                        calibrate=args.calibrate,
+                    )
                 )
-            )
     except (MemctxError, ValueError) as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -230,8 +234,18 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--store", help="keep the stores here (default: a temporary folder)")
     replay.add_argument(
         "--strategy",
-        help="the harness strategy to play it through (full, truncate, memory-context, ...); "
-        "default memory-context-hook: MemoryContext alone at the transcript's own compactions",
+        action="append",
+        help="a harness strategy to play it through (repeatable: full, truncate, openclaw, "
+        "meerkat, memory-context, ...); default memory-context-hook: MemoryContext alone at "
+        "the transcript's own compactions",
+    )
+    replay.add_argument(
+        "--calibrate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read --window in the provider's tokens, converted with the usage the "
+        "transcript reports (system prompt and tools it does not hold, the tokenizers' "
+        "ratio); default: when it reports usage",
     )
     replay.add_argument("--per-turn", action="store_true", help="print one line per call")
     replay.add_argument("--json", action="store_true", help="print JSON instead of tables")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .adapters import transcript_scenario
 from .answers import normalise_answer
+from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .engine import ScenarioResult, run_scenario
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
@@ -54,6 +55,7 @@ __all__ = [
     "SUMMARY_SCHEMA",
     "BaseStrategy",
     "CallRow",
+    "CompactionPoint",
     "EvalError",
     "EvalOptions",
     "FullStrategy",
@@ -62,6 +64,7 @@ __all__ = [
     "Prepared",
     "Probe",
     "ProbeRow",
+    "RecordedCompaction",
     "Regression",
     "ReplayReport",
     "Scenario",
@@ -83,6 +86,7 @@ __all__ = [
     "normalise_answer",
     "parse_fail_on",
     "percentile",
+    "recorded_compactions",
     "register_strategy",
     "replay_transcript",
     "run_eval",

@@ -64,6 +64,7 @@ class ScenarioResult:
         probes: One row per probe, in scenario order.
         calls: One row per model call (transcript calls and probe calls), in order.
         stats: ``llm_tokens``, ``llm_prompt_tokens``, ``llm_completion_tokens``,
+            ``llm_largest_prompt_tokens`` (the largest input of one summary or extraction call),
             ``llm_cost_usd``, ``compactions``, ``trims``, ``calls``, ``violation_kinds``,
             ``hook_latencies_ms`` (one per call), ``hook_failures``, ``wall_s``, ``window``,
             ``answer_model``.
@@ -138,6 +139,7 @@ class _Replay:
         probe: bool,
         events: list[str],
         output: int = 0,
+        compacted_from: int = 0,
     ) -> None:
         if prepared.trimmed:
             events.append("trim")
@@ -160,6 +162,7 @@ class _Replay:
                 output_tokens=output,
                 events=events,
                 latency_ms=round(prepared.latency_ms, 3),
+                compacted_from=compacted_from,
             )
         )
 
@@ -171,11 +174,26 @@ class _Replay:
         return replaced, sum(self.meter.tokens(m) for m in replaced), ["compaction"]
 
     def probe(
-        self, session: str, transcript: Messages, tokens: int, probe: Probe, events: list[str]
+        self,
+        session: str,
+        transcript: Messages,
+        tokens: int,
+        probe: Probe,
+        events: list[str],
+        compacted_from: int = 0,
     ) -> None:
         question = {"role": "user", "content": probe.question}
         prepared, measure = self.call([*transcript, question])
-        self.row(session, probe.at, tokens, prepared, measure, probe=True, events=events)
+        self.row(
+            session,
+            probe.at,
+            tokens,
+            prepared,
+            measure,
+            probe=True,
+            events=events,
+            compacted_from=compacted_from,
+        )
         sent, recall = measure.sent, measure.recall
         fit = sent <= self.window
         # The question itself is left out: it must not count as its own answer.
@@ -290,6 +308,7 @@ def run_scenario(
         "llm_tokens": prompt + completion,
         "llm_prompt_tokens": prompt,
         "llm_completion_tokens": completion,
+        "llm_largest_prompt_tokens": int(usage.get("largest_prompt_tokens", 0)),
         "llm_cost_usd": float(usage.get("cost_usd", 0.0)),
         "compactions": replay.compactions,
         "trims": replay.trims,
@@ -318,12 +337,14 @@ def _play(replay: _Replay, scenario: Scenario) -> None:
         messages = session.messages
         for index in range(len(messages) + 1):
             for probe in probes_at.get((session.id, index), ()):
+                before = tokens
                 transcript, tokens, events = replay.compact(transcript, tokens)
-                replay.probe(session.id, transcript, tokens, probe, events)
+                replay.probe(session.id, transcript, tokens, probe, events, before if events else 0)
             if index == len(messages):
                 break
             message = messages[index]
             if transcript and replay.infos.info(message).kind is RoleKind.ASSISTANT:
+                before = tokens
                 transcript, tokens, events = replay.compact(transcript, tokens)
                 prepared, measure = replay.call(transcript)
                 output = meter.tokens(message)
@@ -336,6 +357,7 @@ def _play(replay: _Replay, scenario: Scenario) -> None:
                     probe=False,
                     events=events,
                     output=output,
+                    compacted_from=before if events else 0,
                 )
             transcript.append(message)
             tokens += meter.tokens(message)

@@ -13,6 +13,16 @@ wrote the transcript would have called it: ``on_context`` before every call and
 ``compact_boundary``), with no compaction of its own, so the figures are the runtime's.
 Any registered strategy (``full``, ``truncate``, ``memory-context``, ...) can be named
 instead. :class:`ReplayReport` sums the call rows; :func:`format_replay` prints them.
+
+**A window in the provider's tokens.** A transcript holds neither the system prompt nor the
+tool definitions (about 25K tokens for Claude Code), and the harness counts with its own
+counter. When the transcript reports each call's input (Claude Code's ``usage``),
+``calibrate`` fits ``provider ≈ unseen + scale x counted``
+(:func:`memctx.messages.fit_usage`) and plays the strategies at the budget that leaves
+the window to the transcript: ``--window 200000`` then means the model's 200K. Each
+compaction is printed with its position and size, converted back to the provider's
+tokens, beside the compactions the transcript records (Claude Code's ``compact_boundary``
+and its ``preTokens``), with the largest input a summary or extraction call sent.
 """
 
 from __future__ import annotations
@@ -20,13 +30,16 @@ from __future__ import annotations
 import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from memctx.config import MemoryContextConfig
+from memctx.messages import TokenCounter, UsageFit, fit_usage
 from memctx.transcripts import Transcript
 
 from .adapters import transcript_scenario
+from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .engine import ScenarioResult, run_scenario
 from .metrics import percentile
 from .schema import CallRow
@@ -40,6 +53,7 @@ _COLUMNS = (
     "source",
     "strategy",
     "window",
+    "budget",
     "calls",
     "max_history",
     "mean_sent",
@@ -64,14 +78,37 @@ class ReplayReport:
     Attributes:
         source: The transcript's file.
         strategy: The registered strategy name it was played through.
-        window: The context window (tokens).
+        window: The context window asked for (tokens; the provider's when calibrated).
         result: The engine's call rows and totals (a replay asks no probes).
+        fit: The calibration to the provider's tokens, or ``None`` when not calibrated.
+        recorded: The compactions the transcript records.
     """
 
     source: str
     strategy: str
     window: int
     result: ScenarioResult
+    fit: UsageFit | None = None
+    recorded: tuple[RecordedCompaction, ...] = ()
+
+    @property
+    def budget(self) -> int:
+        """The window the strategy played at, in the harness counter's tokens: the asked
+        window less the calibrated unseen part, scaled (the window itself when uncalibrated)."""
+        return int(self.result.stats.get("window", self.window))
+
+    def compactions(self) -> list[CompactionPoint]:
+        """Every compaction the strategy made, in order."""
+        return [
+            CompactionPoint(c.call, c.at, c.compacted_from, c.history_tokens)
+            for c in self.calls
+            if "compaction" in c.events
+        ]
+
+    def provider_tokens(self, counted: int) -> int | None:
+        """``counted`` transcript tokens as the provider would count the request, when
+        calibrated."""
+        return self.fit.to_provider(counted) if self.fit is not None else None
 
     @property
     def calls(self) -> list[CallRow]:
@@ -82,12 +119,14 @@ class ReplayReport:
         """Totals over the calls.
 
         Returns:
-            ``source`` (file name), ``strategy``, ``window``, ``calls``; token figures
+            ``source`` (file name), ``strategy``, ``window``, ``budget`` (the window in the
+            harness counter's tokens, see :attr:`budget`), ``calls``; token figures
             ``max_history`` (the agent's transcript), ``mean_sent`` and ``max_sent`` (the
             contexts sent), ``mean_recall`` (the recalled block, 0 for calls without one);
             ``trims`` and ``recalls`` (calls that trimmed / carried a recalled block),
             ``compactions``, ``p50_ms`` / ``p95_ms`` (context hook latency), ``llm_tokens``
-            (summaries and extraction), ``violations`` (every checked kind, see
+            (summaries and extraction) and ``llm_largest_prompt`` (one such call's largest
+            input), ``violations`` (every checked kind, see
             :data:`~memctx.harness.engine.VIOLATION_KINDS`), ``over_window`` (calls whose
             context exceeded the window) and ``hook_failures``.
         """
@@ -99,6 +138,7 @@ class ReplayReport:
             "source": Path(self.source).name,
             "strategy": self.strategy,
             "window": self.window,
+            "budget": self.budget,
             "calls": len(calls),
             "max_history": max((c.history_tokens for c in calls), default=0),
             "mean_sent": round(statistics.fmean(sent)) if sent else 0,
@@ -110,6 +150,7 @@ class ReplayReport:
             "p50_ms": round(percentile(latency, 50), 2),
             "p95_ms": round(percentile(latency, 95), 2),
             "llm_tokens": int(stats.get("llm_tokens", 0)),
+            "llm_largest_prompt": int(stats.get("llm_largest_prompt_tokens", 0)),
             "violations": sum(self.violation_kinds().values()),
             "over_window": sum("overflow" in c.events for c in calls),
             "hook_failures": int(stats.get("hook_failures", 0)),
@@ -120,10 +161,17 @@ class ReplayReport:
         return {k: int(v) for k, v in self.result.stats.get("violation_kinds", {}).items()}
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: the summary, the violations by kind and every call row."""
+        """JSON-ready: the summary, the violations by kind, the calibration, the compactions
+        (ours, and the transcript's own) and every call row."""
         return {
             "summary": self.summary(),
             "violation_kinds": self.violation_kinds(),
+            "calibration": None if self.fit is None else asdict(self.fit),
+            "compactions": [
+                {**asdict(p), "provider_before": self.provider_tokens(p.before)}
+                for p in self.compactions()
+            ],
+            "recorded_compactions": [asdict(r) for r in self.recorded],
             "calls": [c.to_json() for c in self.calls],
         }
 
@@ -136,6 +184,7 @@ def replay_transcript(
     embedding: str = "hash",
     overrides: Mapping[str, Any] | None = None,
     store_dir: str | Path | None = None,
+    calibrate: bool | None = False,
 ) -> ReplayReport:
     """Play ``transcript`` through ``strategy`` at ``window``, every call recorded and checked.
 
@@ -148,15 +197,38 @@ def replay_transcript(
         overrides: memctx config overrides (dotted or camelCase keys, or nested mappings).
         store_dir: The strategy's work directory (memctx keeps its stores under
             ``store/``); ``None`` means a temporary folder, removed afterwards.
+        calibrate: ``True``: ``window`` is in the provider's tokens, converted with the
+            transcript's reported usage (an error when it reports too little); ``None``:
+            the same when the transcript reports usage, else the window as counted;
+            ``False``: the window as counted.
 
     Returns:
         The call rows and totals.
 
     Raises:
-        ValueError: Unknown strategy or invalid window.
+        ValueError: Unknown strategy, invalid window, or ``calibrate=True`` on a transcript
+            without usage for two calls of different sizes before any compaction, or a
+            window smaller than what the transcript does not hold.
         ConfigError: Invalid overrides.
     """
-    scenario = transcript_scenario(transcript, window=window)
+    fit = _fit(transcript, overrides) if calibrate is not False else None
+    if calibrate is True and fit is None:
+        raise ValueError(
+            f"{Path(transcript.source).name} reports no input usage for two calls of "
+            "different sizes before a compaction, so the window cannot be converted to the "
+            "provider's tokens; replay it without calibration (memctx replay --no-calibrate)"
+        )
+    budget = window
+    if fit is not None:
+        budget = fit.to_counted(window)
+        if budget <= 0:
+            raise ValueError(
+                f"window {window:,} is smaller than what every request of "
+                f"{Path(transcript.source).name} carried besides the transcript "
+                f"({fit.unseen:,} tokens: system prompt, tool definitions); pass a larger "
+                "--window"
+            )
+    scenario = transcript_scenario(transcript, window=budget)
     if store_dir is not None:
         result = run_scenario(
             scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(store_dir)
@@ -166,7 +238,21 @@ def replay_transcript(
             result = run_scenario(
                 scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(tmp)
             )
-    return ReplayReport(transcript.source, strategy, window, result)
+    recorded = tuple(recorded_compactions(transcript))
+    return ReplayReport(transcript.source, strategy, window, result, fit, recorded)
+
+
+def _fit(transcript: Transcript, overrides: Mapping[str, Any] | None) -> UsageFit | None:
+    """The transcript's calibration with the counter the replay will count with."""
+    if not transcript.usage:
+        return None
+    config = MemoryContextConfig(enabled=True).with_overrides(dict(overrides or {}))
+    return fit_usage(
+        transcript.messages,
+        {i: u.context_tokens for i, u in transcript.usage.items()},
+        TokenCounter(config.token_counter),
+        compaction_boundary=transcript.compaction_boundary,
+    )
 
 
 def format_replay(reports: Sequence[ReplayReport], *, per_call: bool = False) -> str:
@@ -200,7 +286,68 @@ def format_replay(reports: Sequence[ReplayReport], *, per_call: bool = False) ->
         f"{_title(report)}: violations {row['violations']} {report.violation_kinds()}"
         for report, row in zip(reports, rows, strict=True)
     ]
+    for report in reports:
+        lines += _compaction_lines(report)
     return "\n".join(lines)
+
+
+def _compaction_lines(report: ReplayReport) -> list[str]:
+    """The calibration, then our compactions beside the transcript's own, one per line."""
+    ours = report.compactions()
+    if not ours and not report.recorded and report.fit is None:
+        return []
+    lines = ["", f"{_title(report)}:"]
+    if report.fit is not None:
+        lines.append(
+            f"  calibrated: {report.fit.describe()}; the window leaves "
+            f"{report.budget:,} counted tokens to the transcript"
+        )
+    lines.append("  compaction           message  call  before (counted)  ≈ provider  after")
+    for n, point in enumerate(ours, 1):
+        provider = report.provider_tokens(point.before)
+        lines.append(
+            f"  {report.strategy[:14] + ' #' + str(n):<20} {point.at:7d} {point.call:5d} "
+            f"{point.before:17,d} {_maybe(provider):>11} {point.after:6,d}"
+        )
+    for n, theirs in enumerate(report.recorded, 1):
+        how = f"preTokens, {theirs.trigger}" if theirs.trigger else "preTokens"
+        lines.append(
+            f"  {'recorded #' + str(n):<20} {_maybe(theirs.at):>7} {'-':>5} {'-':>17} "
+            f"{_maybe(theirs.pre_tokens):>11}  ({how})"
+        )
+    if not ours:
+        lines.append(f"  {report.strategy} did not compact")
+    lines += [f"  {line}" for line in _nearest_lines(report, ours)]
+    largest = report.summary()["llm_largest_prompt"]
+    if largest:
+        lines.append(
+            f"  largest summary or extraction input: {largest:,} tokens "
+            f"(the summariser's window: {report.budget:,})"
+        )
+    return lines
+
+
+def _nearest_lines(report: ReplayReport, ours: Sequence[CompactionPoint]) -> list[str]:
+    """For each recorded compaction with a position, ours nearest to it and how far."""
+    lines: list[str] = []
+    for n, theirs in enumerate(report.recorded, 1):
+        if theirs.at is None or not ours:
+            continue
+        at = theirs.at
+        point = min(ours, key=lambda p: (abs(p.at - at), p.at))
+        where = f"{point.at - at:+d} messages"
+        provider = report.provider_tokens(point.before)
+        if provider is not None and theirs.pre_tokens is not None:
+            delta = provider - theirs.pre_tokens
+            where += f", {delta:+,d} provider tokens ({delta / report.window:+.1%} of the window)"
+        lines.append(
+            f"nearest to recorded #{n}: {report.strategy} #{ours.index(point) + 1}, {where}"
+        )
+    return lines
+
+
+def _maybe(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 def _title(report: ReplayReport) -> str:

@@ -120,6 +120,8 @@ class CallRow:
     output_tokens: int = 0  # tokens of the assistant message this call produced (0 for probes)
     events: list[str] = field(default_factory=list)  # "compaction", "trim", "overflow"
     latency_ms: float = 0.0
+    # With a "compaction" event: the transcript's tokens before it (history_tokens is after).
+    compacted_from: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -312,6 +312,7 @@ class LLMClient:
         self._count(
             task,
             prompt_tokens=prompt_tokens,
+            largest_prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,
             unpriced_calls=0 if priced else 1,

@@ -32,6 +32,8 @@ class TaskUsage:
     cost count only calls that reached the model; what cache hits would have used is kept
     apart in the ``cached_*`` and ``saved_cost_usd`` fields. ``unpriced_calls`` counts spent
     calls to models missing from litellm's price table (their cost is recorded as 0).
+    ``largest_prompt_tokens`` is a maximum, not a sum: the largest prompt a spent call sent
+    (whether a compaction's input ever exceeded the summariser's window).
     """
 
     calls: int = 0
@@ -40,6 +42,7 @@ class TaskUsage:
     retries: int = 0
     unpriced_calls: int = 0
     prompt_tokens: int = 0
+    largest_prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cached_prompt_tokens: int = 0
@@ -65,6 +68,7 @@ class LLMUsage(TaskUsage):
 
 
 _COUNTER_NAMES = frozenset(f.name for f in fields(TaskUsage))
+_MAXIMA = frozenset({"largest_prompt_tokens"})  # kept as the largest value seen, not summed
 
 
 class UsageRecorder:
@@ -83,7 +87,10 @@ class UsageRecorder:
         with self._lock:
             for tally in (self._total, self._by_task.setdefault(task, {})):
                 for name, amount in amounts.items():
-                    tally[name] = tally.get(name, 0) + amount
+                    if name in _MAXIMA:
+                        tally[name] = max(tally.get(name, 0), amount)
+                    else:
+                        tally[name] = tally.get(name, 0) + amount
 
     def snapshot(self) -> LLMUsage:
         """A consistent copy of every counter; later calls do not change it."""

@@ -23,7 +23,7 @@ from .anatomy import (
     token_text,
     with_tool_id,
 )
-from .calibration import CounterError, measure_counter
+from .calibration import CounterError, UsageFit, fit_usage, measure_counter
 from .edits import with_tool_result_text
 from .markers import (
     COMPACTED_PREFIX,
@@ -63,11 +63,13 @@ __all__ = [
     "PairingViolation",
     "RoleKind",
     "TokenCounter",
+    "UsageFit",
     "ViolationKind",
     "blocks_token_text",
     "estimate_message_tokens",
     "estimate_messages_tokens",
     "estimate_tokens",
+    "fit_usage",
     "inspect_message",
     "is_compaction_summary",
     "is_recalled_block",

@@ -14,6 +14,11 @@ are a constant per session (~18-26K tokens for Claude Code), so two figures are 
 After a compaction the context restarts from Claude Code's summary message, so calls after
 the boundary are counted from the summary on, with the constant re-taken from the first call
 after it.
+
+:func:`fit_usage` turns the same figures into a conversion, ``provider ≈ unseen + scale x
+counted``, fitted by least squares over the calls before any compaction, so a replay can
+state a window in the provider's tokens (``memctx replay --window 200000`` on a Claude Code
+session) and run the strategies at the equivalent budget of the counter they use.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 
 from .tokens import TokenCounter
 
-__all__ = ["CounterError", "measure_counter"]
+__all__ = ["CounterError", "UsageFit", "fit_usage", "measure_counter"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,80 @@ class CounterError:
     p90_abs_error: float
     bias: float  # mean signed error: > 0 means the counter over-counts
     growth_ratio: float  # counted growth / reported growth over each segment
+
+
+@dataclass(frozen=True)
+class UsageFit:
+    """``provider tokens ≈ unseen + scale x counted tokens`` for one transcript's calls.
+
+    Attributes:
+        unseen: Tokens every request carried that the transcript does not hold (system
+            prompt, tool definitions): the fit's intercept.
+        scale: Provider tokens per counted token of the conversation (the tokenizers' ratio).
+        calls: Calls the fit is made from.
+        max_error: The largest ``|fitted - reported|`` over those calls, in provider tokens.
+    """
+
+    unseen: int
+    scale: float
+    calls: int
+    max_error: int
+
+    def to_provider(self, counted: int) -> int:
+        """The provider's size of a request whose transcript part counts ``counted``."""
+        return round(self.unseen + self.scale * counted)
+
+    def to_counted(self, provider: int) -> int:
+        """The counted size of the transcript part of a ``provider``-token request."""
+        return max(0, int((provider - self.unseen) / self.scale))
+
+    def describe(self) -> str:
+        """One line: ``provider ≈ 26,306 + 1.111 x counted (102 calls, max error 1,948)``."""
+        return (
+            f"provider ≈ {self.unseen:,} + {self.scale:.3f} x counted "
+            f"({self.calls} calls, max error {self.max_error:,})"
+        )
+
+
+def fit_usage(
+    messages: Sequence[Any],
+    usage: dict[int, int],
+    counter: TokenCounter,
+    *,
+    compaction_boundary: int | None = None,
+) -> UsageFit | None:
+    """Fit ``provider ≈ unseen + scale x counted`` over the calls ``usage`` reports.
+
+    Each call's ``counted`` is the transcript's messages before it. Only calls before a
+    compaction are used: after one, Claude Code's requests also carry what it re-attached
+    (files read again, the todo list), which the transcript does not record, so they would
+    inflate the unseen part.
+
+    Args:
+        messages: The transcript's messages in order.
+        usage: Assistant message index -> reported context tokens of its call.
+        counter: The counter whose units ``counted`` is in.
+        compaction_boundary: Index of the first message after a compaction, if any.
+
+    Returns:
+        The fit, or ``None`` with fewer than two calls of different sizes, or a fit that
+        makes no sense (a scale that is not positive, a negative unseen part).
+    """
+    end = len(messages) if compaction_boundary is None else compaction_boundary
+    counted = _prefix_sums([counter.count_message(m) for m in messages[:end]], 0)
+    calls = sorted(i for i in usage if 0 < i < end and usage[i] > 0)
+    xs = [float(counted(i)) for i in calls]
+    ys = [float(usage[i]) for i in calls]
+    if len(xs) < 2 or max(xs) == min(xs):
+        return None
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    scale = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+    unseen = mean_y - scale * mean_x
+    if scale <= 0 or unseen < 0:
+        return None
+    worst = max(abs(unseen + scale * x - y) for x, y in zip(xs, ys, strict=True))
+    return UsageFit(round(unseen), scale, len(xs), round(worst))
 
 
 def _segments(n_messages: int, boundary: int | None, summary: int | None) -> list[tuple[int, int]]:

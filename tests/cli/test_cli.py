@@ -122,8 +122,11 @@ def test_replay_prints_per_call_lines_and_the_summary_table(
     assert len(per_call) == _assistant_calls(messages)
     assert any(line.endswith("trim") for line in per_call)
     assert any("compaction" in line for line in per_call)
-    header, *rows, clean, clean_too = lines[-5:]  # the table, then the checks by kind
-    assert header.split()[:4] == ["source", "strategy", "window", "calls"]
+    top = next(i for i, line in enumerate(lines) if line.split()[:1] == ["source"])
+    # The table, the checks by kind, then each replay's compactions beside the recorded ones.
+    header, *rows, clean, clean_too = lines[top : top + 5]
+    assert header.split()[:5] == ["source", "strategy", "window", "budget", "calls"]
+    assert f"session.json through {HOOK_STRATEGY} at 12,000 tokens:" in lines[top + 5 :]
     assert clean.endswith("12,000 tokens: violations 0 " + str(dict.fromkeys(KINDS, 0)))
     assert clean_too.startswith(lines[titles[1]])
     assert [row.split()[1:3] for row in rows] == [

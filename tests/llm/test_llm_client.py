@@ -262,6 +262,17 @@ def test_usage_is_a_snapshot_with_per_task_totals() -> None:
     assert LLMUsage().as_dict()["by_task"] == {}
 
 
+def test_usage_keeps_the_largest_prompt_not_a_sum() -> None:
+    sizes = iter([10, 40, 25])
+    client = LLMClient("m", completion=lambda **kw: reply("r", prompt=next(sizes), completion=1))
+    for task in ("a", "b", "a"):
+        client.complete(MESSAGES, task=task)
+    usage = client.usage()
+    assert usage.prompt_tokens == 75 and usage.largest_prompt_tokens == 40
+    assert usage.by_task["a"].largest_prompt_tokens == 25
+    assert usage.by_task["b"].largest_prompt_tokens == 40
+
+
 @pytest.fixture
 def fast_thread_switching() -> Iterator[None]:
     # Switch threads as often as possible so that an unlocked read-modify-write would lose

@@ -40,3 +40,25 @@ def test_estimate_error_on_real_claude_code_sessions_matches_the_readme() -> Non
         # README: ceil(len/3) counts 82-89% of what Claude billed for these sessions.
         assert 0.78 <= result.growth_ratio <= 0.93, result
         assert result.mean_abs_error < 0.15, result
+
+
+def test_fit_usage_recovers_the_unseen_part_and_the_scale() -> None:
+    from memctx.messages import fit_usage
+
+    # Each message counts 104 (ceil(300/3) + 4); the "provider" bills 1.25 tokens per counted
+    # token plus 20,000 the transcript does not hold. After the compaction at message 6 it
+    # bills differently (re-attached files): those calls must not move the fit.
+    messages = [{"role": "user", "content": "x" * 300} for _ in range(10)]
+    usage = {i: 20_000 + round(1.25 * 104 * i) for i in range(1, 6)}
+    usage.update({7: 90_000, 8: 95_000})
+    fit = fit_usage(messages, usage, TokenCounter(), compaction_boundary=6)
+    assert fit is not None and fit.calls == 5
+    assert fit.unseen == 20_000 and fit.scale == pytest.approx(1.25)
+    assert fit.max_error <= 1
+    assert fit.to_provider(1_000) == 21_250 and fit.to_counted(21_250) == 1_000
+    assert "20,000 + 1.250 x counted (5 calls" in fit.describe()
+    # Too little to fit: one call, or calls of one size.
+    assert fit_usage(messages, {3: 5_000}, TokenCounter()) is None
+    assert fit_usage(messages, {3: 5_000, 4: 6_000}, TokenCounter(), compaction_boundary=4) is None
+    # A fit that makes no sense (the bill shrinks as the transcript grows) is refused.
+    assert fit_usage(messages, {2: 9_000, 5: 1_000}, TokenCounter()) is None

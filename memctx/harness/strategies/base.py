@@ -156,7 +156,8 @@ class Strategy(Protocol):
 
     def close(self) -> dict[str, float]:
         """Release resources; return LLM usage: ``prompt_tokens``, ``completion_tokens``,
-        ``cost_usd`` (summaries and extraction), ``hook_failures``."""
+        ``cost_usd`` (summaries and extraction), ``largest_prompt_tokens`` (one call's
+        largest input), ``hook_failures``."""
         ...
 
 
@@ -360,8 +361,9 @@ def send_whole(
 
 def client_usage(clients: Sequence[Any], hook_failures: int = 0) -> dict[str, float]:
     """What :meth:`Strategy.close` returns: the LLM usage of ``clients`` (``None`` skipped)
-    summed, and the hook failures."""
+    summed, the largest prompt any of them sent, and the hook failures."""
     usage = {"prompt_tokens": 0.0, "completion_tokens": 0.0, "cost_usd": 0.0}
+    largest = 0
     for client in clients:
         if client is None:
             continue
@@ -369,6 +371,8 @@ def client_usage(clients: Sequence[Any], hook_failures: int = 0) -> dict[str, fl
         usage["prompt_tokens"] += tally.prompt_tokens
         usage["completion_tokens"] += tally.completion_tokens
         usage["cost_usd"] += tally.cost_usd
+        largest = max(largest, tally.largest_prompt_tokens)
+    usage["largest_prompt_tokens"] = float(largest)
     return {**usage, "hook_failures": float(hook_failures)}
 
 
