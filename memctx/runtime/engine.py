@@ -15,7 +15,13 @@
 5. search details (raw store) and knowledge; segments still in the context are skipped;
 6. build the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
    insert it after the system prompt and any compaction summary;
-7. final check: pairing violations are repaired (input may arrive broken), counted.
+7. final check: pairing violations are repaired (input may arrive broken), counted;
+8. a context that still does not fit ``window − reserve`` because a protected tool result
+   is too large (a build log longer than the window) has its oversized tool results cut to
+   head and tail in the copy sent, tighter while several together do not fit (seed 001's
+   truncation,
+   :func:`memctx.compaction.truncate_oversized_tool_results`; ``tool_results_cut``), so
+   the call fits instead of failing every turn; the agent's own list keeps them whole.
 
 ``on_before_compact(messages)`` archives the messages verbatim (never recalled blocks) and
 queues knowledge extraction on the worker. It returns nothing: the compaction summary is the
@@ -60,6 +66,7 @@ from memctx.store import resolve_store_dir
 from memctx.trim import IntArray, ReadInfos, TrimCache, trim_read
 
 from .archive import Archive
+from .oversized import cut_oversized_results
 from .stats import HookTimer
 from .worker import BackgroundWorker
 
@@ -387,6 +394,11 @@ class MemoryContext:
             self._counts["pairing_repairs"] += 1
             out = repair_tool_pairing(out, cache=infos)
             total = sum(count(m) for m in out)
+        if total > self.window - self.config.reserve_tokens:
+            out, total, cut = cut_oversized_results(
+                out, total, self.window, self.window - self.config.reserve_tokens, count
+            )
+            self._counts["tool_results_cut"] += cut
         if total > self.window:
             self._counts["over_window"] += 1  # the protected messages alone do not fit
         return out

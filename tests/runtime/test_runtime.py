@@ -482,3 +482,45 @@ def test_a_block_of_short_turns_is_filled_until_no_detail_of_its_size_fits(
         room = mem.recall_cap - estimate_messages_tokens([block])
         sizes = sorted(estimate_messages_tokens([{"role": "user", "content": d}]) for d in details)
         assert room < sizes[len(sizes) // 2], (room, sizes[len(sizes) // 2], len(details))
+
+
+def _tool_call(k: int, output: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": f"c{k}", "content": output},
+    ]
+
+
+@pytest.mark.parametrize("huge", [1, 3])
+def test_tool_outputs_larger_than_the_window_are_cut_in_the_copy_sent(
+    tmp_path: Path, huge: int
+) -> None:
+    # The newest tool calls are protected from trimming; outputs of ~40K tokens each
+    # (twice the window) would make every call fail. They are cut to head and tail in the
+    # context sent, tighter when several together still do not fit.
+    logs = [
+        f"build step {k}\n" + "compiling module\n" * 7_000 + f"FAILED: test_{k}\n"
+        for k in range(huge)
+    ]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    messages.append({"role": "user", "content": "run the whole build and show every log"})
+    for k, log in enumerate(logs):
+        messages += _tool_call(k, log)
+    before = [dict(m) for m in messages]
+    with engine(tmp_path) as mem:
+        out = mem.on_context(messages)
+        counts = mem.stats()["counts"]
+    assert messages == before  # the agent's own list keeps the outputs whole
+    assert estimate_messages_tokens(out) <= WINDOW - cfg().reserve_tokens
+    assert pairing_violations(out) == []
+    assert counts["tool_results_cut"] == huge and counts.get("over_window", 0) == 0
+    sent = [m["content"] for m in out if m.get("role") == "tool"]
+    assert len(sent) == huge
+    for k, text in enumerate(sent):  # head and tail survive: what failed prints last
+        assert text.startswith(f"build step {k}") and text.rstrip().endswith(f"FAILED: test_{k}")

@@ -1,0 +1,56 @@
+"""The last resort of ``on_context``: tool results too large for the window, cut in the copy sent.
+
+Smart trim never removes the newest messages or the last tool call with its results, so a
+build log longer than the window itself would make every call fail. Seed 001's answer,
+when compaction cannot help, is to cut the oversized tool results to head and tail
+(:func:`memctx.compaction.truncate_oversized_tool_results`); here it is applied to the
+context one call sends, never to the agent's own list, which keeps them whole (and the
+archive gets them whole when they are trimmed later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from memctx.compaction import (
+    MIN_KEPT_TOOL_RESULT_CHARS,
+    max_tool_result_chars,
+    truncate_oversized_tool_results,
+)
+
+__all__ = ["cut_oversized_results"]
+
+
+def cut_oversized_results(
+    messages: list[dict[str, Any]],
+    tokens: int,
+    window: int,
+    budget: int,
+    count: Callable[[Any], int],
+) -> tuple[list[dict[str, Any]], int, int]:
+    """``messages`` with their oversized tool results cut, their tokens, and how many were cut.
+
+    First to seed 001's allowance (30 % of ``window`` each); while several cut results
+    together still exceed ``budget``, to half that, and half again, down to the shortest
+    useful cut (:data:`memctx.compaction.MIN_KEPT_TOOL_RESULT_CHARS`). Unchanged, with
+    ``tokens`` and 0, when no result is over the allowance.
+
+    Args:
+        messages: The context about to be sent; not modified.
+        tokens: Its tokens.
+        window: The model's context window.
+        budget: The tokens the context should fit (the window less the reply's reserve).
+        count: Tokens of one message.
+    """
+    best, best_tokens, cut_count = messages, tokens, 0
+    limit = max_tool_result_chars(window)
+    while True:
+        cut = truncate_oversized_tool_results(messages, max_chars=limit)
+        if not cut.truncated:
+            return best, best_tokens, cut_count
+        best, cut_count = cut.messages, cut.truncated
+        best_tokens = sum(count(m) for m in best)
+        if best_tokens <= budget or limit <= MIN_KEPT_TOOL_RESULT_CHARS:
+            return best, best_tokens, cut_count
+        limit = max(MIN_KEPT_TOOL_RESULT_CHARS, limit // 2)
