@@ -145,6 +145,9 @@ class _Replay:
             events.append("trim")
         if measure.sent > self.window:
             events.append("overflow")
+        # Only a transcript the provider would refuse whole needs a recovery path.
+        needed = max(history, compacted_from) > self.window
+        recovery = (prepared.recovery or "not reported") if needed else ""
         self.result.calls.append(
             CallRow(
                 suite=self.scenario.suite,
@@ -163,6 +166,7 @@ class _Replay:
                 events=events,
                 latency_ms=round(prepared.latency_ms, 3),
                 compacted_from=compacted_from,
+                recovery=recovery,
             )
         )
 

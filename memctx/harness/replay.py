@@ -128,7 +128,8 @@ class ReplayReport:
             (summaries and extraction) and ``llm_largest_prompt`` (one such call's largest
             input), ``violations`` (every checked kind, see
             :data:`~memctx.harness.engine.VIOLATION_KINDS`), ``over_window`` (calls whose
-            context exceeded the window) and ``hook_failures``.
+            context exceeded the window), ``recoveries`` (calls whose transcript exceeded it,
+            each with its recovery path: :meth:`recovery_paths`) and ``hook_failures``.
         """
         calls, stats = self.result.calls, self.result.stats
         sent = [c.sent_tokens for c in calls]
@@ -153,8 +154,19 @@ class ReplayReport:
             "llm_largest_prompt": int(stats.get("llm_largest_prompt_tokens", 0)),
             "violations": sum(self.violation_kinds().values()),
             "over_window": sum("overflow" in c.events for c in calls),
+            "recoveries": sum(bool(c.recovery) for c in calls),
             "hook_failures": int(stats.get("hook_failures", 0)),
         }
+
+    def recovery_paths(self) -> dict[str, int]:
+        """How the calls whose transcript exceeded the window were made to fit: each
+        recovery path (``"compacted x1, truncated 1 tool result of 150,000 chars"``) and its
+        number of calls, in order of first use."""
+        paths: dict[str, int] = {}
+        for call in self.calls:
+            if call.recovery:
+                paths[call.recovery] = paths.get(call.recovery, 0) + 1
+        return paths
 
     def violation_kinds(self) -> dict[str, int]:
         """Failed checks by kind (``pairing``, ``hard_cap``, ``window``, ``secrets``)."""
@@ -172,6 +184,7 @@ class ReplayReport:
                 for p in self.compactions()
             ],
             "recorded_compactions": [asdict(r) for r in self.recorded],
+            "recovery_paths": self.recovery_paths(),
             "calls": [c.to_json() for c in self.calls],
         }
 
@@ -288,7 +301,20 @@ def format_replay(reports: Sequence[ReplayReport], *, per_call: bool = False) ->
     ]
     for report in reports:
         lines += _compaction_lines(report)
+        lines += _recovery_lines(report)
     return "\n".join(lines)
+
+
+def _recovery_lines(report: ReplayReport) -> list[str]:
+    """Each recovery path the calls over the window took, with its number of calls."""
+    paths = report.recovery_paths()
+    if not paths:
+        return []
+    calls = sum(paths.values())
+    what = "call whose transcript" if calls == 1 else "calls whose transcript"
+    lines = ["", f"{_title(report)}: {calls} {what} exceeded the window:"]
+    lines += [f"  {n:4d} x {path}" for path, n in paths.items()]
+    return lines
 
 
 def _compaction_lines(report: ReplayReport) -> list[str]:

@@ -122,6 +122,8 @@ class CallRow:
     latency_ms: float = 0.0
     # With a "compaction" event: the transcript's tokens before it (history_tokens is after).
     compacted_from: int = 0
+    # When the transcript exceeded the window: how the strategy made this call fit (or not).
+    recovery: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -65,11 +65,13 @@ def test_compacts_by_turns_and_finds_the_discarded_fact_with_memory_search(
 
 
 def test_the_summary_is_a_context_compacted_message(tmp_path: Path) -> None:
-    strategy = MeerkatStrategy(_setup(tmp_path))
+    # Over the threshold (9,000) but within the window: no overflow, the turn rule alone.
+    strategy = MeerkatStrategy(strategy_setup(tmp_path, window=12_000))
     strategy.start_session("s1")
     messages = session("s1", 30, tool_words=120)
     transcript = messages[:-1]
     tokens = estimate_messages_tokens(transcript)
+    assert 9_000 < tokens <= 12_000
     assert strategy.compact(transcript, tokens) is None  # turn 0 never compacts
     replaced = strategy.compact(transcript, tokens)  # turn 1 does
     assert replaced is not None

@@ -120,12 +120,17 @@ class Prepared:
         latency_ms: Wall time of the context hook (0 when there is none).
         trimmed: The strategy removed transcript messages from this call's context.
         recall_cap: Tokens a recalled block may take, or ``None`` when there is no block.
+        recovery: What the strategy did to this call, and the compaction before it, to fit
+            the window (``"dropped the oldest messages"``, ``"overflow recovery: compacted
+            x1, truncated 1 tool result of 150,000 chars"``); the engine keeps it for calls
+            whose transcript exceeded the window (``CallRow.recovery``).
     """
 
     context: Messages
     latency_ms: float = 0.0
     trimmed: bool = False
     recall_cap: int | None = None
+    recovery: str = ""
 
 
 class Strategy(Protocol):
@@ -284,7 +289,8 @@ class FullStrategy(BaseStrategy):
     name = "full"
 
     def prepare(self, transcript: Messages) -> Prepared:
-        return Prepared(list(transcript))
+        over = self.setup.counter.count_messages(transcript) > self.setup.window
+        return Prepared(list(transcript), recovery="none: sent whole" if over else "")
 
 
 class TruncateStrategy(BaseStrategy):
@@ -341,7 +347,8 @@ class TruncateStrategy(BaseStrategy):
         latency = (time.perf_counter() - started) * 1000.0
         if cut == head:
             return Prepared(list(transcript), latency)
-        return Prepared(transcript[:head] + transcript[cut:], latency, trimmed=True)
+        dropped = "dropped the oldest messages"
+        return Prepared(transcript[:head] + transcript[cut:], latency, True, recovery=dropped)
 
 
 def send_whole(
@@ -356,7 +363,7 @@ def send_whole(
         return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0), False
     fitted = fitter.prepare(transcript)
     latency = (time.perf_counter() - started) * 1000.0
-    return Prepared(fitted.context, latency, trimmed=fitted.trimmed), True
+    return Prepared(fitted.context, latency, fitted.trimmed, recovery=fitted.recovery), True
 
 
 def client_usage(clients: Sequence[Any], hook_failures: int = 0) -> dict[str, float]:

@@ -20,7 +20,9 @@ How Meerkat manages an agent's context, as seed 002 describes it:
 The seed's threshold is an absolute 100,000 tokens; a Meerkat agent on a smaller window
 would set it under the window, so the harness uses ``min(autoCompactThreshold, window -
 reserve)`` with the compaction reserve of the other strategies. When a call would still
-exceed the window (the guard is waiting, a compaction failed), the oldest messages are
+exceed the window (the guard is waiting, one tool output larger than the window), the
+provider refuses it and seed 001's overflow ladder runs
+(:mod:`~memctx.harness.strategies.overflow`); if that fails too, the oldest messages are
 dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself and the call is
 marked as trimmed: the harness measures what the agent would have sent, never an overflow.
 """
@@ -44,6 +46,7 @@ from .base import (
     send_whole,
 )
 from .memory_context import shared_embedder
+from .overflow import OverflowRecoverer, with_recovery
 
 __all__ = ["MeerkatStrategy"]
 
@@ -79,6 +82,8 @@ class MeerkatStrategy(BaseStrategy):
         self.compactor: TurnCompactor | None = None
         self.index: MemoryContext | None = None
         self._fitter = TruncateStrategy(setup)
+        self.overflow = OverflowRecoverer(setup, self.config, self.client)
+        self._recovery = ""  # how the compaction before this call fitted it, if it had to
         self._turn = 0
         self._last_input: int | None = None
         self.counts = {"compaction_failures": 0, "over_window_calls": 0, "hook_failures": 0}
@@ -113,20 +118,35 @@ class MeerkatStrategy(BaseStrategy):
             raise RuntimeError("start_session was not called")
         turn = self._turn
         self._turn += 1  # one turn per model call
+        asked = tokens
         result = self.compactor.maybe_compact(
             transcript, turn=turn, last_input_tokens=self._last_input, estimated_tokens=tokens
         )
         self.counts["compaction_failures"] += result.failed
-        if not result.compacted:
-            return None
-        if result.to_index:
+        replaced: Messages | None = None
+        if result.compacted:
+            self._index_discarded(result.to_index)
+            replaced, tokens = result.messages, result.tokens_after
+        # Still over the window: the provider refuses, and the overflow ladder runs. What
+        # its compactions replace is indexed too, as after any compaction.
+        recovered, self._recovery = self.overflow.after_compaction(
+            asked,
+            replaced if replaced is not None else transcript,
+            tokens,
+            compacted=replaced is not None,
+            archive=self._index_discarded,
+        )
+        return recovered if recovered is not None else replaced
+
+    def _index_discarded(self, messages: Messages) -> None:
+        if messages:
             index = self._index()
-            index.on_before_compact(result.to_index)
+            index.on_before_compact(messages)
             index.wait_idle(_WAIT_S)
-        return result.messages
 
     def prepare(self, transcript: Messages) -> Prepared:
         prepared, cut = send_whole(self.setup, transcript, self._fitter)
+        prepared = with_recovery(prepared, self._recovery)
         self.counts["over_window_calls"] += cut
         # What the provider reports as the call's input: the trigger's first threshold.
         self._last_input = self.setup.counter.count_messages(prepared.context)

@@ -45,6 +45,7 @@ from .base import (
     client_usage,
     leading_blocks,
 )
+from .overflow import OverflowRecoverer, with_recovery
 
 __all__ = [
     "MemoryContextStrategy",
@@ -96,6 +97,8 @@ class MemoryContextStrategy(BaseStrategy):
         self.extractor = LLMClient(self.config.extraction_model, cache_dir=self.store / "llm-cache")
         self.summarizer: LLMClient | None = None
         self.compactor: AgentCompactor | None = None
+        self.overflow: OverflowRecoverer | None = None
+        self._recovery = ""  # how the compaction before this call fitted it, if it had to
         if agent_compaction:
             # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
             self.summarizer = LLMClient(self.config.extraction_model)
@@ -106,6 +109,7 @@ class MemoryContextStrategy(BaseStrategy):
                 counter=setup.counter,
                 infos=setup.infos,
             )
+            self.overflow = OverflowRecoverer(setup, self.config, self.summarizer)
         else:
             self.name = HOOK_STRATEGY
         self.engine: MemoryContext | None = None
@@ -135,6 +139,9 @@ class MemoryContextStrategy(BaseStrategy):
 
     def prepare(self, transcript: Messages) -> Prepared:
         engine = self._engine()
+        # Only a transcript over the window needs its recovery told (a rare, costlier path).
+        over = self.setup.counter.count_messages(transcript) > self.setup.window
+        before = engine.stats()["counts"] if over else {}
         started = time.perf_counter()
         context = engine.on_context(transcript)
         latency = (time.perf_counter() - started) * 1000.0
@@ -142,22 +149,40 @@ class MemoryContextStrategy(BaseStrategy):
         # the next one, so what the next call can recall never depends on thread timing.
         engine.wait_idle(_WAIT_S)
         kept = len(context) - leading_blocks(context, self.setup.infos)
-        return Prepared(context, latency, kept < len(transcript), engine.recall_cap)
+        recovery = _on_context_path(before, engine.stats()["counts"]) if over else ""
+        prepared = Prepared(
+            context, latency, kept < len(transcript), engine.recall_cap, recovery=recovery
+        )
+        return with_recovery(prepared, self._recovery)
 
     def compact(self, transcript: Messages, tokens: int) -> Messages | None:
-        if self.compactor is None:
+        self._recovery = ""
+        if self.compactor is None or self.overflow is None:
             return self._recorded_compaction(transcript)
         turn = self._turn
         self._turn += 1  # one turn per model call
+        asked = tokens
         result = self.compactor.maybe_compact(transcript, tokens, turn=turn)
-        if result is None:
-            return None
-        fresh = archivable(result.dropped)
-        if fresh:
+        replaced: Messages | None = None
+        if result is not None:
+            self._archive(archivable(result.dropped))
+            replaced, tokens = result.messages, result.tokens_after
+        # Still over the window: the provider refuses, and the overflow ladder runs. What
+        # its compactions replace is archived too, as on any compaction.
+        recovered, self._recovery = self.overflow.after_compaction(
+            asked,
+            replaced if replaced is not None else transcript,
+            tokens,
+            compacted=replaced is not None,
+            archive=self._archive,
+        )
+        return recovered if recovered is not None else replaced
+
+    def _archive(self, messages: Messages) -> None:
+        if messages:
             engine = self._engine()
-            engine.on_before_compact(fresh)
+            engine.on_before_compact(messages)
             engine.wait_idle(_WAIT_S)
-        return result.messages
 
     def _recorded_compaction(self, transcript: Messages) -> Messages | None:
         """Replay the last compaction the transcript records since the previous call.
@@ -211,3 +236,12 @@ class MemoryContextStrategy(BaseStrategy):
             self.engine.close()
             self.engine = None
         return client_usage([self.extractor, self.summarizer], self.failures)
+
+
+def _on_context_path(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What one ``on_context`` call did to fit, from its counters before and after."""
+    dropped = int(after.get("trimmed_messages", 0)) - int(before.get("trimmed_messages", 0))
+    cut = int(after.get("tool_results_cut", 0)) - int(before.get("tool_results_cut", 0))
+    steps = ["trimmed"] if dropped else []
+    steps += [f"cut {cut} oversized tool result{'s' if cut > 1 else ''}"] if cut else []
+    return "on_context " + (", ".join(steps) if steps else "changed nothing")

@@ -107,7 +107,8 @@ class ObservationMaskingStrategy(BaseStrategy):
         context = list(self._out)
         if self._tokens <= self.setup.window - self.setup.config.reserve_tokens:
             self._fitted = False  # the fitter did not see this context
-            return Prepared(context, (time.perf_counter() - started) * 1000.0)
+            latency = (time.perf_counter() - started) * 1000.0
+            return Prepared(context, latency, recovery="masked old tool outputs")
         if not self._fitted:
             # Truncate's two pointers assume the context only grew since its last call; a
             # masked message inside its kept part would leave its token sum stale.
@@ -115,7 +116,10 @@ class ObservationMaskingStrategy(BaseStrategy):
         fitted = self._fitter.prepare(context)
         self._fitted = True
         latency = (time.perf_counter() - started) * 1000.0
-        return Prepared(fitted.context, latency, trimmed=fitted.trimmed)
+        recovery = "masked old tool outputs"
+        if fitted.recovery:
+            recovery += f", then {fitted.recovery}"
+        return Prepared(fitted.context, latency, fitted.trimmed, recovery=recovery)
 
     def _follow(self, transcript: Messages) -> None:
         """Bring the state to ``transcript``: keep the shared start, add the new messages."""

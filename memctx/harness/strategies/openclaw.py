@@ -17,9 +17,12 @@ memctx recall:
 
 The workspace is shared by the sessions of one scenario, as an agent's workspace is, so a
 later session can search what an earlier one flushed. When a call would still exceed the
-window (a compaction that could not fit, one huge tool output), the oldest messages are
-dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself and the call is
-marked as trimmed: the harness measures what the agent would have sent, never an overflow.
+window (one huge tool output, a compaction the loop guard deferred), the provider refuses
+it and seed 001's overflow ladder runs (:mod:`~memctx.harness.strategies.overflow`: compact
+up to three times, then cut oversized tool results); if that fails too, the oldest messages
+are dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself and the call
+is marked as trimmed: the harness measures what the agent would have sent, never an
+overflow.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from .base import (
     send_whole,
 )
 from .memory_context import shared_embedder
+from .overflow import OverflowRecoverer, with_recovery
 
 __all__ = ["OpenClawStrategy"]
 
@@ -68,6 +72,8 @@ class OpenClawStrategy(BaseStrategy):
             clock=setup.clock,
         )
         self._fitter = TruncateStrategy(setup)
+        self.overflow = OverflowRecoverer(setup, self.config, self.client)
+        self._recovery = ""  # how the compaction before this call fitted it, if it had to
         self._flush: FlushTracker | None = None
         self._turn = 0  # model calls of the session, for the compactor's loop guard
         self.counts = {"flushes": 0, "compaction_failures": 0, "over_window_calls": 0}
@@ -101,18 +107,27 @@ class OpenClawStrategy(BaseStrategy):
                 self.counts["flushes"] += 1
         turn = self._turn
         self._turn += 1  # one turn per model call
+        asked = tokens
         before = self.compactor.failures
         result = self.compactor.maybe_compact(transcript, tokens, turn=turn)
         self.counts["compaction_failures"] += self.compactor.failures - before
-        if result is None:
-            return None
-        self._flush.note_compaction(tokens)
-        return result.messages
+        if result is not None:
+            self._flush.note_compaction(tokens)
+            transcript, tokens = result.messages, result.tokens_after
+        # Still over the window (one huge tool output, a deferred compaction): the provider
+        # refuses the call, and seed 001's overflow ladder runs.
+        recovered, self._recovery = self.overflow.after_compaction(
+            asked, transcript, tokens, compacted=result is not None
+        )
+        if recovered is not None:
+            self._flush.note_compaction(tokens)
+            return recovered
+        return result.messages if result is not None else None
 
     def prepare(self, transcript: Messages) -> Prepared:
         prepared, cut = send_whole(self.setup, transcript, self._fitter)
         self.counts["over_window_calls"] += cut
-        return prepared
+        return with_recovery(prepared, self._recovery)
 
     def search(self, query: str) -> list[str] | None:
         return [hit.text for hit in self.memory.search(query, limit=5)]

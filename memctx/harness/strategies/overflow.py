@@ -1,0 +1,140 @@
+"""Seed 001's overflow recovery for the harness's compacting strategies.
+
+An agent whose transcript no longer fits the window (one tool output larger than the window
+itself, a compaction the loop guard deferred) sends it, and the provider refuses: ``prompt
+is too long: 207547 tokens > 200000 maximum``. :class:`OverflowRecoverer` plays that refusal
+(:class:`ProviderRefusal`, which :func:`memctx.compaction.is_context_overflow_error`
+recognises like the real message) and climbs seed 001's ladder with
+:func:`memctx.compaction.recover_from_overflow`: compact (up to three times, with a smaller
+verbatim tail each time), then cut the oversized tool results, then give up with a
+:class:`~memctx.compaction.ContextOverflowError` that says what the user can do. The path
+taken is kept for the call's row (``CallRow.recovery``), so ``memctx replay`` can print it.
+
+``openclaw``, ``meerkat`` and ``memory-context`` use it; ``truncate`` and
+``observation-masking`` have no LLM and recover by dropping, ``full`` does not recover.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from memctx.compaction import (
+    ContextOverflowError,
+    archivable,
+    describe_recovery_steps,
+    recover_from_overflow,
+)
+from memctx.config import MemoryContextConfig
+from memctx.llm import LLMClient
+
+from .base import Messages, Prepared, StrategySetup
+
+__all__ = ["OverflowRecoverer", "ProviderRefusal", "recovery_path", "with_recovery"]
+
+
+class ProviderRefusal(Exception):
+    """What a provider raises for a prompt over the window (Anthropic's wording)."""
+
+    def __init__(self, tokens: int, window: int) -> None:
+        super().__init__(f"prompt is too long: {tokens} tokens > {window} maximum")
+
+
+class OverflowRecoverer:
+    """Recovers a transcript over the window the way seed 001's agent loop does.
+
+    Args:
+        setup: The run's window, counter and anatomy cache.
+        config: ``compaction`` gives the reserve, ratios and margin of the compactions.
+        client: Writes the recovery compactions' summaries.
+
+    Attributes:
+        path: How the last recovery went (``"compacted x1"``, ``"compacted x3, truncated 1
+            tool result of 450,000 chars"``, or why it failed); ``""`` before any.
+        recoveries: Recoveries that brought a transcript under the window.
+        failures: Recoveries that could not (the caller falls back to dropping).
+    """
+
+    def __init__(self, setup: StrategySetup, config: MemoryContextConfig, client: LLMClient):
+        self.setup, self.config, self.client = setup, config, client
+        self.path = ""
+        self.recoveries = 0
+        self.failures = 0
+
+    def _send(self, messages: Messages) -> int:
+        tokens = self.setup.counter.count_messages(messages)
+        if tokens > self.setup.window:
+            raise ProviderRefusal(tokens, self.setup.window)
+        return tokens
+
+    def recover(self, transcript: Messages, tokens: int) -> Messages | None:
+        """The transcript to continue with when ``tokens`` exceed the window, else ``None``
+        (also ``None`` when recovery failed: :attr:`path` says why)."""
+        if tokens <= self.setup.window:
+            return None
+        try:
+            recovered = recover_from_overflow(
+                transcript,
+                self._send,
+                client=self.client,
+                config=self.config,
+                window=self.setup.window,
+                counter=self.setup.counter,
+                infos=self.setup.infos,
+            )
+        except ContextOverflowError as exc:
+            self.failures += 1
+            done = describe_recovery_steps(exc.steps) if exc.steps else "no step that helped"
+            self.path = f"overflow recovery failed after {done}"
+            return None
+        self.recoveries += 1
+        self.path = f"overflow recovery: {recovered.path}"
+        return recovered.messages
+
+    def after_compaction(
+        self,
+        asked: int,
+        current: Messages,
+        tokens: int,
+        *,
+        compacted: bool,
+        archive: Callable[[Messages], None] | None = None,
+    ) -> tuple[Messages | None, str]:
+        """The step a compacting strategy runs after its threshold compaction.
+
+        Args:
+            asked: Tokens of the transcript the call began with.
+            current: The transcript after the threshold compaction (or the same one).
+            tokens: Its tokens.
+            compacted: Whether the threshold compaction ran.
+            archive: Receives what the recovery's compactions replaced (``None``: nothing
+                is kept). A cut tool result's original goes too: the search can still find
+                what the cut left out.
+
+        Returns:
+            The recovered transcript (``None`` when it was not needed or failed) and the
+            path to report: empty unless ``asked`` exceeded the window.
+        """
+        recovered = self.recover(current, tokens)
+        path = recovery_path(compacted, self, tokens) if asked > self.setup.window else ""
+        if recovered is not None and archive is not None:
+            kept = {id(m) for m in recovered}
+            archive([m for m in archivable(current) if id(m) not in kept])
+        return recovered, path
+
+
+def recovery_path(compacted: bool, overflow: OverflowRecoverer, tokens: int) -> str:
+    """How a compaction step brought a transcript over the window down: the threshold
+    compaction (``compacted``) and, when ``tokens`` were still over, the overflow ladder."""
+    steps = ["compacted past the threshold"] if compacted else []
+    if tokens > overflow.setup.window:
+        steps.append(overflow.path)
+    return ", then ".join(steps)
+
+
+def with_recovery(prepared: Prepared, earlier: str) -> Prepared:
+    """``prepared`` with the path of the recovery before it (``earlier``) put first."""
+    if not earlier:
+        return prepared
+    path = f"{earlier}, then {prepared.recovery}" if prepared.recovery else earlier
+    return dataclasses.replace(prepared, recovery=path)
