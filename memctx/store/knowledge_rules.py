@@ -353,7 +353,10 @@ def decide_update(new: NewFact, existing: list[Fact]) -> UpdateDecision:
         return len(a & b) / len(a | b) if a | b else 0.0
 
     pool = [f for f in existing if f.live and f.type == new.type]
-    ranked = sorted(pool, key=lambda f: (-jaccard(f), -f.timestamp))[:_CANDIDATES]
+    # Content then id break the last ties: the caller's order may come from a set of ids,
+    # which Python iterates in a different order in every process (PYTHONHASHSEED).
+    ranked = sorted(pool, key=lambda f: (-jaccard(f), -f.timestamp, f.content, f.id))
+    ranked = ranked[:_CANDIDATES]
     relations = [(f, _relation(f.content, new.content)) for f in ranked]
     for f, op in relations:
         if op == "NONE":

@@ -419,6 +419,21 @@ def test_decide_only_compares_live_facts_of_the_same_type(store: KnowledgeStore)
     assert decide_update(NewFact(FactType.CONFIG, "Server port is 3000"), facts).op == "ADD"
 
 
+def test_decide_does_not_depend_on_the_order_candidates_come_in() -> None:
+    # The store hands candidates over from a set of ids, whose order changes with every
+    # process (PYTHONHASHSEED): two equally similar, equally new targets must still give
+    # one answer, or the same eval gives different numbers run to run.
+    facts = [
+        Fact("b", FactType.CONFIG, "Server port is 4000", "", 5.0),
+        Fact("a", FactType.CONFIG, "Server port is 3000", "", 5.0),
+    ]
+    new = NewFact(FactType.CONFIG, "Server port is 8080")
+    decisions = {
+        (d.op, d.target_id) for d in (decide_update(new, facts), decide_update(new, facts[::-1]))
+    }
+    assert decisions == {("SUPERSEDE", "a")}
+
+
 def test_ingest_applies_the_decision(store: KnowledgeStore) -> None:
     first = add(store, "Server port is 3000", "config")
     decision, fact = store.ingest(NewFact(FactType.CONFIG, "Server port is 8080"))
