@@ -1059,6 +1059,41 @@ def compaction_cases(draw: st.DrawFn, fmt: str) -> CompactionCase:
     return CompactionCase(messages, window, keep, draw(st.booleans()))
 
 
+# --- tool-output pruning (seed 003) -------------------------------------------------------
+
+# ``pruning_cases(fmt)`` draws a :func:`compaction_conversations` history (large tool results
+# among small ones), a window from tiny (everything over the ratios) to roomy (nothing to
+# prune), and pruning settings around the seed's defaults (0 protected turns included).
+
+
+@dataclass
+class PruningCase:
+    """A context to prune, the window and the ``contextPruning`` settings (as overrides)."""
+
+    messages: list[Any]
+    window: int
+    settings: dict[str, Any]
+
+
+@st.composite
+def pruning_cases(draw: st.DrawFn, fmt: str) -> PruningCase:
+    """A history, a window and pruning settings (see the section note)."""
+    messages = draw(compaction_conversations(fmt))
+    window = draw(st.sampled_from([200, 1_000, 4_000, 20_000, 200_000]))
+    max_chars = draw(st.sampled_from([60, 400, 4_000]))
+    head = draw(st.integers(0, max_chars // 2 - 1))
+    tail = draw(st.integers(0, max_chars - head - 1))
+    settings = {
+        "keepLastAssistants": draw(st.integers(0, 4)),
+        "softTrimRatio": draw(st.sampled_from([0.05, 0.3, 1.0])),
+        "hardClearRatio": draw(st.sampled_from([0.05, 0.5, 1.0])),
+        "minPrunableToolChars": draw(st.sampled_from([0, 500, 50_000])),
+        "softTrim": {"maxChars": max_chars, "headChars": head, "tailChars": tail},
+        "hardClear": {"enabled": draw(st.booleans())},
+    }
+    return PruningCase(messages, window, settings)
+
+
 # --- memory flush (seeds 001 §1.3, 003) ------------------------------------------------------
 
 # ``flush_timelines()`` draws what a session's flush tracker sees: a window (tiny ones where

@@ -17,14 +17,14 @@ everything but the containers on the way to the payload. Every provider shape is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memctx.messages import (
     BlockKind,
-    BlockRef,
     InfoCache,
+    tool_result_text,
     with_tool_result_text,
 )
 
@@ -88,22 +88,6 @@ def truncated_text(text: str, max_chars: int) -> str:
     )
     cut = f"{text[:head]}{note}{text[len(text) - tail :]}"
     return cut if len(cut) < len(text) else text
-
-
-def _plain_payload(message: Any, ref: BlockRef) -> str:
-    """The text to cut: a Gemini response ``{"output": "…"}`` by its string, not its JSON
-    (a cut JSON string would reach the model escaped twice); else the anatomy's text."""
-    if ref.raw_type != "functionResponse" or not isinstance(message, Mapping):
-        return ref.text
-    items = message.get(ref.field) if ref.field else None
-    block = items[ref.index] if isinstance(items, list) and 0 <= ref.index < len(items) else None
-    nested = block.get("functionResponse") if isinstance(block, Mapping) else None
-    response = nested.get("response") if isinstance(nested, Mapping) else None
-    if isinstance(response, Mapping) and len(response) == 1:
-        (value,) = response.values()
-        if isinstance(value, str):
-            return value
-    return ref.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +158,7 @@ def truncate_oversized_tool_results(
         for ref in infos.info(message).blocks:
             if ref.kind is not BlockKind.TOOL_RESULT or len(ref.text) <= max_chars:
                 continue
-            text = _plain_payload(message, ref)
+            text = tool_result_text(message, ref)
             cut = truncated_text(text, max_chars)
             if cut is text:  # barely over: the note would have made it longer
                 continue

@@ -256,6 +256,12 @@ class ContextPruningConfig(_Model):
     """Idle time before pruning, e.g. ``30s``, ``5m``, ``1h``."""
     keep_last_assistants: NonNegativeInt = 3
     """Tool results of the last N assistant turns are never pruned."""
+    soft_trim_ratio: Ratio = 0.3
+    """Soft-trim only once the context fills this share of the window (OpenClaw's default)."""
+    hard_clear_ratio: Ratio = 0.5
+    """Hard-clear, oldest first, while the context fills at least this share of the window."""
+    min_prunable_tool_chars: NonNegativeInt = 50000
+    """Hard-clear only when the prunable tool results hold at least this many characters."""
     soft_trim: SoftTrimConfig = Field(default_factory=SoftTrimConfig)
     """Head + tail trimming."""
     hard_clear: HardClearConfig = Field(default_factory=HardClearConfig)

@@ -13,9 +13,29 @@ from typing import Any
 
 from .anatomy import BlockRef, RoleKind, role_kind
 
-__all__ = ["with_tool_result_text"]
+__all__ = ["tool_result_text", "with_tool_result_text"]
 
 _RESULT_KEYS = ("content", "output", "response")  # where a typed result block keeps its payload
+
+
+def tool_result_text(message: Any, ref: BlockRef) -> str:
+    """The text of the tool result ``ref`` as :func:`with_tool_result_text` would write it.
+
+    A Gemini response ``{"output": "…"}`` gives its string, not its JSON: a payload edited
+    from the JSON would reach the model escaped twice. Every other shape gives the anatomy's
+    text.
+    """
+    if ref.raw_type != "functionResponse" or not isinstance(message, Mapping):
+        return ref.text
+    items = message.get(ref.field) if ref.field else None
+    block = items[ref.index] if isinstance(items, list) and 0 <= ref.index < len(items) else None
+    nested = block.get("functionResponse") if isinstance(block, Mapping) else None
+    response = nested.get("response") if isinstance(nested, Mapping) else None
+    if isinstance(response, Mapping) and len(response) == 1:
+        (value,) = response.values()
+        if isinstance(value, str):
+            return value
+    return ref.text
 
 
 def with_tool_result_text(message: Mapping[str, Any], ref: BlockRef, text: str) -> dict[str, Any]:

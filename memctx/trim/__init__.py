@@ -1,5 +1,6 @@
 """Smart trim (seed 000): protection, BM25 relevance against the query, oldest first, then
-pairing repair; the per-session cache that reads each message once.
+pairing repair; the per-session cache that reads each message once; tool-output pruning
+(seed 003: old tool results soft-trimmed or cleared in the copy sent).
 
 May import: the foundations and the mechanisms (:mod:`memctx.retrieval`, :mod:`memctx.llm`,
 :mod:`memctx.store`).
@@ -8,6 +9,7 @@ May import: the foundations and the mechanisms (:mod:`memctx.retrieval`, :mod:`m
 from __future__ import annotations
 
 from .cache import IntArray, MessageFacts, TrimCache
+from .pruning import PruneResult, prune_tool_results, pruning_due, soft_trimmed_text
 from .result import TrimCounts, TrimResult
 from .smart import (
     DEFAULT_PROTECTED_RECENT,
@@ -26,12 +28,16 @@ __all__ = [
     "RELEVANT_SHARE",
     "IntArray",
     "MessageFacts",
+    "PruneResult",
     "ReadInfos",
     "TrimCache",
     "TrimCounts",
     "TrimResult",
     "protected_mask",
+    "prune_tool_results",
+    "pruning_due",
     "smart_trim",
+    "soft_trimmed_text",
     "tool_units",
     "trim_read",
 ]

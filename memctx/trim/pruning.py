@@ -1,0 +1,227 @@
+"""Tool-output pruning (seed 003's session pruning): old tool results trimmed in the copy sent.
+
+Compaction rewrites the history for good; pruning only changes what one request carries,
+and only tool results: user and assistant messages are never touched, and the caller's list
+and dicts never change. It runs before memctx's smart trim, in two levels, as OpenClaw's
+``contextPruning`` does:
+
+1. **Soft-trim.** Once the context fills ``softTrimRatio`` (0.3) of the window, every
+   prunable tool result longer than ``softTrim.maxChars`` (4,000) keeps its first
+   ``headChars`` (1,500) and last ``tailChars`` (1,500) characters around ``...``, with a
+   note of the original size, so the model knows to read again what it needs.
+2. **Hard-clear.** If the context still fills ``hardClearRatio`` (0.5) of the window and the
+   prunable results hold at least ``minPrunableToolChars`` (50,000) characters, they are
+   replaced by ``hardClear.placeholder``, oldest first, until it no longer does.
+
+Prunable: tool results after the first user message (what an agent reads before it, its
+identity files, stays) and before the ``keepLastAssistants``-th assistant message from the
+end (the last 3 turns' results stay whole); with fewer assistant messages than that, nothing
+is pruned. A result holding an image is left alone: it is often what the turn is about and
+cannot be cut in half. Sizes are in characters; the fill ratio is memctx's token estimate
+against the window. Ids, names and error flags stay, so the tool pairing is the input's.
+
+When to prune (``mode``) is the caller's decision: ``cache-ttl`` prunes only once the prompt
+cache has gone cold (:func:`pruning_due`), so a warm cached prefix is never invalidated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memctx.config import ContextPruningConfig
+from memctx.messages import (
+    BlockKind,
+    BlockRef,
+    InfoCache,
+    RoleKind,
+    estimate_message_tokens,
+    tool_result_text,
+    with_tool_result_text,
+)
+
+__all__ = ["PruneResult", "prune_tool_results", "pruning_due", "soft_trimmed_text"]
+
+# The note soft_trimmed_text ends with: a result that carries it was trimmed already, and
+# trimming it again would only shrink it further on every call (pruning is idempotent).
+_TRIMMED_NOTE = re.compile(
+    r"\n\n\[Tool result trimmed: kept first [\d,]+ chars and last [\d,]+ chars "
+    r"of [\d,]+ chars\.\]\Z"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What :func:`prune_tool_results` did.
+
+    Attributes:
+        messages: The context to send (the caller's own dicts where unchanged).
+        soft_trimmed: Tool results cut to head and tail.
+        cleared: Tool results replaced by the placeholder.
+        tokens_before: The context's estimated tokens before.
+        tokens_after: And after.
+    """
+
+    messages: list[Any]
+    soft_trimmed: int = 0
+    cleared: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+    @property
+    def pruned(self) -> bool:
+        """Whether any tool result changed."""
+        return bool(self.soft_trimmed or self.cleared)
+
+
+def pruning_due(config: ContextPruningConfig, now: float, last_call_at: float | None) -> bool:
+    """Whether to prune before a call at ``now`` (epoch seconds).
+
+    ``off`` never prunes. ``cache-ttl`` prunes when the prompt cache is cold: no call yet, or
+    the last one at least ``ttl`` ago (a cached prefix expires after its TTL, and the next
+    request writes the whole prompt to the cache again, pruned or not).
+    """
+    if config.mode == "off":
+        return False
+    return last_call_at is None or now - last_call_at >= config.ttl_seconds
+
+
+def soft_trimmed_text(text: str, head_chars: int, tail_chars: int) -> str:
+    """``text`` as its first ``head_chars`` and last ``tail_chars`` characters around
+    ``...``, with a note of what was kept of how much."""
+    tail = text[len(text) - tail_chars :] if tail_chars else ""
+    return (
+        f"{text[:head_chars]}\n...\n{tail}\n\n[Tool result trimmed: kept first {head_chars:,} "
+        f"chars and last {tail_chars:,} chars of {len(text):,} chars.]"
+    )
+
+
+def prune_tool_results(
+    messages: Sequence[Any],
+    config: ContextPruningConfig,
+    window: int,
+    *,
+    infos: InfoCache | None = None,
+) -> PruneResult:
+    """Soft-trim, then hard-clear, the prunable tool results of ``messages`` (module docstring).
+
+    Runs whatever ``config.mode`` says: deciding when to prune is :func:`pruning_due`'s job.
+
+    Args:
+        messages: The context about to be sent, in any supported format; not modified.
+        config: ``contextPruning``: ratios, protected turns, sizes, placeholder.
+        window: The model's context window in tokens.
+        infos: Anatomy cache to share with the caller.
+
+    Returns:
+        The pruned context and what changed.
+
+    Raises:
+        ValueError: ``window`` is not a positive int.
+    """
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise ValueError(f"window must be a positive number of tokens, got {window!r}")
+    infos = infos if infos is not None else InfoCache()
+    out = list(messages)
+    sizes = [estimate_message_tokens(m) for m in out]
+    total = sum(sizes)
+    unchanged = PruneResult(out, tokens_before=total, tokens_after=total)
+    span = _prunable_span(out, config.keep_last_assistants, infos)
+    if span is None or total < config.soft_trim_ratio * window:
+        return unchanged
+    targets = [
+        (i, ref)
+        for i in range(*span)
+        for ref in infos.info(out[i]).blocks
+        if ref.kind is BlockKind.TOOL_RESULT and not _holds_image(out[i], ref)
+    ]
+    soft = config.soft_trim
+    trimmed = 0
+    for i, ref in targets:
+        text = tool_result_text(out[i], ref)
+        if len(text) <= soft.max_chars or soft.head_chars + soft.tail_chars >= len(text):
+            continue
+        if _TRIMMED_NOTE.search(text):
+            continue
+        cut = soft_trimmed_text(text, soft.head_chars, soft.tail_chars)
+        out[i] = with_tool_result_text(out[i], _same_block(out[i], ref, infos), cut)
+        total += estimate_message_tokens(out[i]) - sizes[i]
+        sizes[i] = estimate_message_tokens(out[i])
+        trimmed += 1
+    cleared = 0
+    hard = config.hard_clear
+    prunable_chars = sum(
+        len(tool_result_text(out[i], _same_block(out[i], ref, infos))) for i, ref in targets
+    )
+    if (
+        hard.enabled
+        and total >= config.hard_clear_ratio * window
+        and prunable_chars >= config.min_prunable_tool_chars
+    ):
+        for i, ref in targets:
+            if total < config.hard_clear_ratio * window:
+                break
+            current = _same_block(out[i], ref, infos)
+            if tool_result_text(out[i], current) == hard.placeholder:
+                continue
+            out[i] = with_tool_result_text(out[i], current, hard.placeholder)
+            total += estimate_message_tokens(out[i]) - sizes[i]
+            sizes[i] = estimate_message_tokens(out[i])
+            cleared += 1
+    if not trimmed and not cleared:
+        return unchanged
+    return PruneResult(out, trimmed, cleared, unchanged.tokens_before, total)
+
+
+def _prunable_span(
+    messages: Sequence[Any], keep_last_assistants: int, infos: InfoCache
+) -> tuple[int, int] | None:
+    """``(start, end)`` of the messages whose tool results may be pruned, or ``None``."""
+    end = len(messages)
+    if keep_last_assistants > 0:
+        seen = 0
+        for i in range(len(messages) - 1, -1, -1):
+            if infos.info(messages[i]).kind is RoleKind.ASSISTANT:
+                seen += 1
+                if seen == keep_last_assistants:
+                    end = i
+                    break
+        else:
+            return None  # too few turns to know which are the recent ones
+    start = next((i for i, m in enumerate(messages) if _is_user_request(m, infos)), len(messages))
+    return (start, end) if start < end else None
+
+
+def _is_user_request(message: Any, infos: InfoCache) -> bool:
+    info = infos.info(message)
+    return info.kind is RoleKind.USER and not info.has_tool_results
+
+
+def _same_block(message: Any, ref: BlockRef, infos: InfoCache) -> BlockRef:
+    """``ref`` as read from ``message`` now (an earlier edit of the same message copied it)."""
+    for block in infos.info(message).blocks:
+        if block.kind is BlockKind.TOOL_RESULT and (block.field, block.index) == (
+            ref.field,
+            ref.index,
+        ):
+            return block
+    return ref
+
+
+def _holds_image(message: Any, ref: BlockRef) -> bool:
+    """Whether the tool result ``ref`` carries an image block (Anthropic, Pi)."""
+    if not isinstance(message, Mapping):
+        return False
+    if ref.field == "":
+        payload = message.get("content")
+    else:
+        items = message.get(ref.field)
+        block = (
+            items[ref.index] if isinstance(items, list) and 0 <= ref.index < len(items) else None
+        )
+        payload = block.get("content") if isinstance(block, Mapping) else None
+    return isinstance(payload, list) and any(
+        isinstance(item, Mapping) and item.get("type") == "image" for item in payload
+    )
