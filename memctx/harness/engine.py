@@ -115,7 +115,7 @@ class _Replay:
         context = prepared.context
         self.latencies.append(prepared.latency_ms)
         self.trims += prepared.trimmed
-        measure = self.ledger.measure(context)
+        measure = self.ledger.measure(context, now=self.clock())
         if not measure.pairing_ok:
             self.violations["pairing"] += 1
         cap = prepared.recall_cap

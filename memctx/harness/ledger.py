@@ -38,6 +38,7 @@ from memctx.messages import (
 from .answers import normalise_answer
 
 __all__ = [
+    "CACHE_TTL_S",
     "ContextLedger",
     "IdentityInfos",
     "Measure",
@@ -71,6 +72,9 @@ class Measure:
     @property
     def recall(self) -> int:
         return sum(self.sizes[i] for i in self.blocks)
+
+
+CACHE_TTL_S = 300.0  # Anthropic's default prompt cache lives 5 minutes after its last use
 
 
 def _shared(old: Messages, new: Messages) -> int:
@@ -155,6 +159,9 @@ class ContextLedger:
         tokens: Tokens of one message (cached by the caller).
         recalled: Whether a message is a recalled block (cached by the caller).
         infos: The replay's anatomy cache.
+        cache_ttl_s: How long a provider keeps a cached prefix (Anthropic's default cache:
+            5 minutes); a request sent later than that after the previous one finds nothing
+            cached.
     """
 
     def __init__(
@@ -162,13 +169,17 @@ class ContextLedger:
         tokens: Callable[[dict[str, Any]], int],
         recalled: Callable[[dict[str, Any]], bool],
         infos: InfoCache,
+        *,
+        cache_ttl_s: float = CACHE_TTL_S,
     ) -> None:
         self._tokens, self._recalled, self._infos = tokens, recalled, infos
+        self.cache_ttl_s = cache_ttl_s
         self.reset()
 
     def reset(self) -> None:
         """Forget the previous request (a new session starts)."""
         self._prev: Messages = []
+        self._last_at: float | None = None
         self._sizes: list[int] = []
         self._blocks: list[int] = []
         self._view: Messages = []  # the previous pairing view
@@ -177,15 +188,23 @@ class ContextLedger:
         self._id_order: list[tuple[int, str]] = []
         self._clean = False
 
-    def measure(self, context: Messages) -> Measure:
-        """Measure ``context`` (the request about to be sent) against the previous one."""
+    def measure(self, context: Messages, now: float | None = None) -> Measure:
+        """Measure ``context`` (the request about to be sent at ``now``, epoch seconds)
+        against the previous one: its leading messages identical to the previous request's
+        are cached, unless more than the cache's TTL passed since (``now=None``: no clock,
+        the cache never expires)."""
         same = _shared(self._prev, context)
         sizes = self._sizes[:same] + [self._tokens(m) for m in context[same:]]
         blocks = [i for i in self._blocks if i < same]
         blocks += [i for i in range(same, len(context)) if self._recalled(context[i])]
         ok = self._pairing(context, blocks)
+        expired = (
+            now is not None and self._last_at is not None and now - self._last_at > self.cache_ttl_s
+        )
         self._prev, self._sizes, self._blocks = list(context), sizes, blocks
-        return Measure(sizes, sum(sizes[:same]), blocks, ok)
+        if now is not None:
+            self._last_at = now
+        return Measure(sizes, 0 if expired else sum(sizes[:same]), blocks, ok)
 
     def _pairing(self, context: Messages, blocks: list[int]) -> bool:
         view = context

@@ -10,11 +10,16 @@ Accuracy, tool accuracy, evidence recall and stale rate are shares of the *fitte
 is nothing to score. Their 95 % intervals are percentile bootstraps (1,000 resamples of the
 probes, a seeded :class:`numpy.random.Generator`).
 
-Cost follows how providers bill a request: the leading tokens identical to the previous
-request of the session are cache reads, the rest is fresh input, and the assistant message
-a call produced is output (probe calls produce none). LLM work (summaries, extraction) is
-priced with the same model: prompt tokens as input, completion tokens as output. The
-per-token prices come from :func:`memctx.llm.prices_for`, the one reader of litellm's table.
+Cost follows how providers bill a request from an agent that caches its prompt (Claude
+Code marks the end of every request as a cache breakpoint): the leading tokens identical to
+the previous request of the session, sent within the cache's TTL, are cache reads; the rest
+is written to the cache, at the provider's write price where it charges one (Anthropic:
+1.25x input) and at the input price where it does not (OpenAI, Gemini); the assistant
+message a call produced is output (probe calls produce none). A strategy that changes the
+start of its context every call therefore pays a write for all of it, every call. LLM work
+(summaries, extraction) is priced with the same model: prompt tokens as input, completion
+tokens as output. The per-token prices come from :func:`memctx.llm.prices_for`, the one
+reader of litellm's table.
 """
 
 from __future__ import annotations
@@ -49,10 +54,11 @@ class _Result(Protocol):
 
 
 def call_cost(call: CallRow, prices: Prices) -> float:
-    """USD of one call: fresh input + cache reads + the output it produced."""
+    """USD of one call: the cached prefix as cache reads, the rest as cache writes (or plain
+    input where the provider does not bill writes), and the output it produced."""
     fresh = call.sent_tokens - call.cached_tokens
     return (
-        fresh * prices.input
+        fresh * prices.uncached_input
         + call.cached_tokens * prices.cache_read
         + call.output_tokens * prices.output
     )

@@ -46,8 +46,8 @@ RECORD_METRICS = (
     "tokens_per_call",  # mean input tokens of a model call (probe calls included)
     "recall_tokens",  # mean tokens of the recalled block per call (0 without one)
     "llm_tokens",  # tokens spent on summaries and extraction (prompt + completion)
-    "cost_usd",  # answering-model cost of every call + LLM work, cached prefix as cache reads
-    "cached_share",  # share of input tokens priced as cache reads
+    "cost_usd",  # every call (cached prefix read, the rest written to the cache) + LLM work
+    "cached_share",  # cache-hit share: input tokens priced as cache reads
     "calls",  # model calls
     "compactions",
     "trims",  # calls at which the strategy removed messages

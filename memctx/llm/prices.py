@@ -25,11 +25,23 @@ _CACHE_READ_SHARE = 0.1
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """USD per token: fresh input, cache read, output."""
+    """USD per token: fresh input, cache read, output, and cache write.
+
+    ``cache_write`` is what a provider charges to write a prompt prefix to its cache
+    (Anthropic: 1.25x the input price for the 5-minute cache), ``None`` for providers that
+    charge nothing for it (OpenAI, Gemini: the uncached part is plain input).
+    """
 
     input: float
     cache_read: float
     output: float
+    cache_write: float | None = None
+
+    @property
+    def uncached_input(self) -> float:
+        """What a token outside the cached prefix costs: the write price where the
+        provider charges one, else the input price."""
+        return self.cache_write if self.cache_write is not None else self.input
 
 
 def price_table() -> Mapping[str, Any]:
@@ -59,7 +71,9 @@ def prices_for(model: str) -> Prices:
     """The model's per-token prices from litellm's bundled table.
 
     The model is looked up as :func:`price_name` does. The cache-read price falls back to a
-    tenth of the input price when the table has none (the common provider discount).
+    tenth of the input price when the table has none (the common provider discount); the
+    cache-write price is the table's ``cache_creation_input_token_cost``, ``None`` when it
+    has none or 0.
 
     Raises:
         ValueError: The table has no input price for the model; the message lists close
@@ -76,10 +90,13 @@ def prices_for(model: str) -> Prices:
         )
     price_in = float(entry["input_cost_per_token"])
     cache_read = entry.get("cache_read_input_token_cost")
+    # A missing or zero write price means the provider does not bill cache writes.
+    cache_write = entry.get("cache_creation_input_token_cost") or None
     return Prices(
         input=price_in,
         cache_read=float(cache_read) if cache_read is not None else _CACHE_READ_SHARE * price_in,
         output=float(entry.get("output_cost_per_token") or 0.0),
+        cache_write=float(cache_write) if cache_write is not None else None,
     )
 
 

@@ -104,17 +104,25 @@ def test_accuracy_counts_fitted_probes_only_and_tool_accuracy_falls_back() -> No
     assert none["recall_accuracy_ci"] == [] and none["stale_rate"] is None
 
 
-def test_cost_is_fresh_input_plus_cache_reads_plus_output_plus_llm_work() -> None:
+def test_cost_is_cache_writes_plus_cache_reads_plus_output_plus_llm_work() -> None:
     prices = prices_for("claude-sonnet-4-5")
     entry = litellm.model_cost["claude-sonnet-4-5"]
     assert prices.input == entry["input_cost_per_token"]
     assert prices.cache_read == entry["cache_read_input_token_cost"] < prices.input
+    assert prices.cache_write == entry["cache_creation_input_token_cost"] > prices.input
+    # Where the provider bills no writes, the uncached part is plain input ...
     assert call_cost(_call(1000, 400, 50), Prices(1.0, 0.1, 5.0)) == pytest.approx(600 + 40 + 250)
+    # ... where it does, it is written to the cache at the write price.
+    with_writes = Prices(1.0, 0.1, 5.0, cache_write=1.25)
+    assert call_cost(_call(1000, 400, 50), with_writes) == pytest.approx(750 + 40 + 250)
     calls = [_call(1000, 0, 100), _call(1500, 1000, 0)]
     result = _result([_probe(True)], calls, llm_prompt_tokens=2000, llm_completion_tokens=300)
     (record, _) = aggregate([("s", "st", "-", result)])
     by_hand = (
-        (1000 + 500 + 2000) * prices.input + 1000 * prices.cache_read + (100 + 300) * prices.output
+        (1000 + 500) * prices.cache_write
+        + 2000 * prices.input  # summary and extraction prompts are not cached
+        + 1000 * prices.cache_read
+        + (100 + 300) * prices.output
     )
     assert record["cost_usd"] == pytest.approx(by_hand, abs=1e-6)
     assert record["llm_tokens"] == 2300

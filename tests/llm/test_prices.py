@@ -41,15 +41,27 @@ def test_prices_are_the_table_entry_with_a_tenth_for_a_missing_cache_read_price(
         input=entry["input_cost_per_token"],
         cache_read=entry["cache_read_input_token_cost"],
         output=entry["output_cost_per_token"],
+        cache_write=entry["cache_creation_input_token_cost"],
     )
+    # Anthropic bills a cache write at 1.25x input: the uncached part of a cached prompt.
+    sonnet = prices_for("claude-sonnet-4-5")
+    assert sonnet.uncached_input == pytest.approx(1.25 * sonnet.input)
+    # OpenAI caches for free: the uncached part is plain input.
+    assert prices_for("gpt-4o").cache_write is None
+    assert prices_for("gpt-4o").uncached_input == prices_for("gpt-4o").input
     monkeypatch.setitem(
         litellm.model_cost,
         "memctx-test-model",
-        {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6},
+        {
+            "input_cost_per_token": 2e-6,
+            "output_cost_per_token": 8e-6,
+            "cache_creation_input_token_cost": 0.0,  # a zero write price: no write fee
+        },
     )
     prices = prices_for("memctx-test-model")
     assert (prices.input, prices.output) == (2e-6, 8e-6)
     assert prices.cache_read == pytest.approx(2e-7)
+    assert prices.cache_write is None and prices.uncached_input == 2e-6
 
 
 def test_a_model_without_prices_is_refused_with_names_to_use_instead(

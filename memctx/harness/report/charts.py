@@ -154,8 +154,9 @@ def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -
     return Chart(
         _save(fig, path),
         "Cost per strategy",
-        "Input tokens priced at the answering model's rates, cached prefix as cache "
-        "reads, plus summary and extraction calls.",
+        "Input tokens priced at the answering model's rates: the prefix cached by the "
+        "previous call as cache reads, the rest as cache writes (where the provider bills "
+        "them), plus summary and extraction calls.",
     )
 
 

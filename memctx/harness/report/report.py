@@ -305,7 +305,7 @@ def headline_table(summary: Mapping[str, Any]) -> Table:
     header = (
         "strategy", "embedding", "recall accuracy (95 % CI)", "fit", "tool accuracy",
         "evidence recall", "stale rate", "tokens/call", "recall tokens", "LLM tokens",
-        "cost (USD)", "cached", "hook p50/p95 (ms)", "compactions", "trims", "violations",
+        "cost (USD)", "cache hits", "hook p50/p95 (ms)", "compactions", "trims", "violations",
     )  # fmt: skip
     rows = tuple(
         (
