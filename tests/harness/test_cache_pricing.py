@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.eval_sessions import scenario
+from helpers.eval_sessions import call_row, scenario
 
-from memctx.harness import CallRow, call_cost, run_scenario
+from memctx.harness import call_cost, run_scenario
 from memctx.harness.ledger import CACHE_TTL_S, ContextLedger, IdentityInfos
 from memctx.harness.strategies.base import STRATEGIES, BaseStrategy, Prepared, register_strategy
 from memctx.llm import prices_for
@@ -55,7 +55,7 @@ def test_rewriting_the_first_message_pays_a_write_every_call() -> None:
         context = [msg("system", f"turn {k}: " + "rules " * 200), msg("user", "go on")]
         m = book.measure(context, now=60.0 * k)
         assert m.cached == 0
-        row = _row(m.sent, m.cached)
+        row = call_row(m.sent, m.cached)
         assert call_cost(row, prices) == pytest.approx(m.sent * prices.cache_write)
 
 
@@ -82,20 +82,3 @@ def test_through_the_engine_a_changing_first_message_is_never_cached(tmp_path: P
     assert all(c.cached_tokens == 0 for c in churn.calls)
     # full appends only: every call after the first reads the previous request from cache.
     assert all(c.cached_tokens > 0 for c in stable.calls[1:] if not c.probe)
-
-
-def _row(sent: int, cached: int) -> CallRow:
-    return CallRow(
-        suite="s",
-        scenario="x",
-        strategy="st",
-        embedding="-",
-        session="s1",
-        call=0,
-        at=1,
-        history_tokens=sent,
-        sent_tokens=sent,
-        cached_tokens=cached,
-        recall_tokens=0,
-        probe=False,
-    )

@@ -8,7 +8,7 @@ from typing import Any
 
 import litellm
 import pytest
-from helpers.eval_sessions import scenario
+from helpers.eval_sessions import call_row, scenario
 
 from memctx.harness.engine import ScenarioResult, run_scenario
 from memctx.harness.metrics import aggregate, bootstrap_ci, call_cost
@@ -34,24 +34,6 @@ def _probe(correct: bool, *, fit: bool = True, evidence: float = 1.0, **kw: Any)
         context_tokens=10,
         recall_tokens=0,
         tool_hit=kw.get("tool_hit"),
-    )
-
-
-def _call(sent: int, cached: int, output: int, recall: int = 0) -> CallRow:
-    return CallRow(
-        suite="s",
-        scenario="x",
-        strategy="st",
-        embedding="-",
-        session="s1",
-        call=0,
-        at=1,
-        history_tokens=sent,
-        sent_tokens=sent,
-        cached_tokens=cached,
-        recall_tokens=recall,
-        probe=output == 0,
-        output_tokens=output,
     )
 
 
@@ -89,7 +71,7 @@ def test_accuracy_counts_fitted_probes_only_and_tool_accuracy_falls_back() -> No
         _probe(False, fit=False, evidence=0.0),
         _probe(False, tool_hit=True),
     ]
-    (record, _) = aggregate([("s", "st", "-", _result(probes, [_call(10, 0, 1)]))])
+    (record, _) = aggregate([("s", "st", "-", _result(probes, [call_row(10, 0, 1)]))])
     assert record["probes"] == 4 and record["fit"] == 3
     assert record["recall_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
     assert record["tool_accuracy"] == pytest.approx(2 / 3, abs=1e-4)
@@ -98,7 +80,7 @@ def test_accuracy_counts_fitted_probes_only_and_tool_accuracy_falls_back() -> No
     assert record["hook_p50_ms"] == 2.5 and record["hook_p95_ms"] == pytest.approx(3.85)
     # Nothing fitted (full over its window on every probe): no accuracy, not 0 %.
     (none, _) = aggregate(
-        [("s", "full", "-", _result([_probe(False, fit=False)], [_call(10, 0, 1)]))]
+        [("s", "full", "-", _result([_probe(False, fit=False)], [call_row(10, 0, 1)]))]
     )
     assert none["fit"] == 0 and none["recall_accuracy"] is None
     assert none["recall_accuracy_ci"] == [] and none["stale_rate"] is None
@@ -111,11 +93,13 @@ def test_cost_is_cache_writes_plus_cache_reads_plus_output_plus_llm_work() -> No
     assert prices.cache_read == entry["cache_read_input_token_cost"] < prices.input
     assert prices.cache_write == entry["cache_creation_input_token_cost"] > prices.input
     # Where the provider bills no writes, the uncached part is plain input ...
-    assert call_cost(_call(1000, 400, 50), Prices(1.0, 0.1, 5.0)) == pytest.approx(600 + 40 + 250)
+    assert call_cost(call_row(1000, 400, 50), Prices(1.0, 0.1, 5.0)) == pytest.approx(
+        600 + 40 + 250
+    )
     # ... where it does, it is written to the cache at the write price.
     with_writes = Prices(1.0, 0.1, 5.0, cache_write=1.25)
-    assert call_cost(_call(1000, 400, 50), with_writes) == pytest.approx(750 + 40 + 250)
-    calls = [_call(1000, 0, 100), _call(1500, 1000, 0)]
+    assert call_cost(call_row(1000, 400, 50), with_writes) == pytest.approx(750 + 40 + 250)
+    calls = [call_row(1000, 0, 100), call_row(1500, 1000, 0)]
     result = _result([_probe(True)], calls, llm_prompt_tokens=2000, llm_completion_tokens=300)
     (record, _) = aggregate([("s", "st", "-", result)])
     by_hand = (
@@ -154,7 +138,7 @@ def test_answer_model_comes_from_the_results_unless_given(monkeypatch: pytest.Mo
         "memctx-test-model",
         {"input_cost_per_token": 1.0, "output_cost_per_token": 2.0},
     )
-    result = _result([], [_call(10, 0, 1)], answer_model="memctx-test-model")
+    result = _result([], [call_row(10, 0, 1)], answer_model="memctx-test-model")
     assert aggregate([("s", "st", "-", result)])[0]["cost_usd"] == 12.0
     assert (
         aggregate([("s", "st", "-", result)], answer_model="claude-sonnet-4-5")[0]["cost_usd"] < 1.0

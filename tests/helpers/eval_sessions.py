@@ -9,6 +9,7 @@ from typing import Any
 
 from memctx.config import MemoryContextConfig
 from memctx.harness.scenario import Probe, Scenario, Session
+from memctx.harness.schema import CallRow
 from memctx.harness.strategies import StrategySetup
 from memctx.messages import InfoCache, TokenCounter
 
@@ -146,4 +147,24 @@ def strategy_setup(work_dir: Path, window: int = 8_000, **overrides: Any) -> Str
         counter=TokenCounter(),
         infos=InfoCache(),
         clock=lambda: 1_767_225_600.0,
+    )
+
+
+def call_row(sent: int, cached: int, output: int = 0, recall: int = 0) -> CallRow:
+    """One call's row for a pricing test: ``sent`` tokens, ``cached`` of them a cached
+    prefix, ``output`` tokens produced (0: a probe call)."""
+    return CallRow(
+        suite="s",
+        scenario="x",
+        strategy="st",
+        embedding="-",
+        session="s1",
+        call=0,
+        at=1,
+        history_tokens=sent,
+        sent_tokens=sent,
+        cached_tokens=cached,
+        recall_tokens=recall,
+        probe=output == 0,
+        output_tokens=output,
     )
