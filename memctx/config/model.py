@@ -360,6 +360,14 @@ class MemoryContextConfig(_Model):
     """Opt-in switch."""
     hard_cap_tokens: PositiveInt = 4000
     """Most tokens a recall block may take."""
+    recall_placement: Literal["after-system", "before-request", "end"] = "before-request"
+    """Where the recall block goes: ``before-request`` (just before the latest user request;
+    the default), ``after-system`` (the seed's place: after the system prompt and a
+    compaction summary) or ``end`` (after the last message). The block changes every turn
+    and what follows it is written to the prompt cache again: measured with ``memctx eval
+    --strategy memory-context --embedding hash --set recallPlacement=…``, the three give the
+    same accuracy in every suite (72.6 %) and cost $120.93 / $271.42 / $140.16 (cache hits
+    96.3 / 78.5 / 94.0 %)."""
     embedding_model: Literal["hash", "transformer"] = "hash"
     """``hash`` (zero-cost) or ``transformer`` (all-MiniLM-L6-v2, 384-dim)."""
     redaction: bool = True
@@ -430,9 +438,11 @@ class MemoryContextConfig(_Model):
     @classmethod
     def seed_preset(cls, **overrides: Any) -> MemoryContextConfig:
         """The seed's values where memctx measured better defaults (see the field docs):
-        ``autoRecallMinScore`` 0.7, ``timeDecay`` 0.995 per hour, whole messages archived."""
+        ``autoRecallMinScore`` 0.7, ``timeDecay`` 0.995 per hour, whole messages archived,
+        the recall block after the system prompt."""
         data: dict[str, Any] = {
             "auto_recall_min_score": 0.7,
+            "recall_placement": "after-system",
             "time_decay": 0.995,
             "archive_chunk_tokens": 0,
         }

@@ -50,8 +50,10 @@ from typing import Any, Literal
 
 from memctx.messages import (
     InfoCache,
+    RoleKind,
     estimate_tokens,
     is_compaction_summary,
+    is_recalled_block,
     leading_system_count,
     recalled_block_text,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "GAP_MARKER",
     "RecallBlock",
     "RecallItem",
+    "RecallPlacement",
     "build_recall_block",
     "compact_text",
     "insert_recall",
@@ -338,14 +341,45 @@ def recall_message(block: RecallBlock, like: Sequence[Any] = ()) -> dict[str, An
     return {"role": "user", "content": block.text}
 
 
+RecallPlacement = Literal["after-system", "before-request", "end"]
+
+
 def insert_recall(
-    messages: list[dict[str, Any]], block: dict[str, Any] | None, infos: InfoCache
+    messages: list[dict[str, Any]],
+    block: dict[str, Any] | None,
+    infos: InfoCache,
+    placement: RecallPlacement = "after-system",
 ) -> list[dict[str, Any]]:
-    """``messages`` with the recall ``block`` after the leading system messages and a
-    compaction summary (seed 000's place for it); ``messages`` itself when there is none."""
+    """``messages`` with the recall ``block`` at ``placement``; ``messages`` itself when
+    there is no block.
+
+    ``after-system`` (seed 000's place): after the leading system messages and a compaction
+    summary. ``before-request``: just before the latest user request (a user message that is
+    not a tool result, a compaction summary or a recalled block), never between a tool call
+    and its result; after the system messages when there is none. ``end``: after the last
+    message. The block changes every turn and invalidates the cached prefix from where it
+    sits, so the later it sits, the more of each request is read from the cache.
+    """
     if block is None:
         return messages
     at = leading_system_count(messages, infos)
     if at < len(messages) and is_compaction_summary(messages[at]):
         at += 1
+    if placement == "end":
+        at = len(messages)
+    elif placement == "before-request":
+        at = next(
+            (i for i in range(len(messages) - 1, at - 1, -1) if _is_request(messages[i], infos)),
+            at,
+        )
     return [*messages[:at], block, *messages[at:]]
+
+
+def _is_request(message: dict[str, Any], infos: InfoCache) -> bool:
+    info = infos.info(message)
+    return (
+        info.kind is RoleKind.USER
+        and not info.has_tool_results
+        and not is_compaction_summary(message)
+        and not is_recalled_block(message)
+    )

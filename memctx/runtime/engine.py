@@ -14,7 +14,9 @@
    keywords from an in-memory overlay (:mod:`memctx.runtime.archive`);
 5. search details (raw store) and knowledge; segments still in the context are skipped;
 6. build the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
-   insert it after the system prompt and any compaction summary;
+   insert it where ``recallPlacement`` says: just before the latest user request by
+   default (the prefix before it stays in the prompt cache), after the system prompt and a
+   compaction summary (the seed's place), or at the end;
 7. final check: pairing violations are repaired (input may arrive broken), counted;
 8. a context that still does not fit ``window − reserve`` because a protected tool result
    is too large (a build log longer than the window) has its oversized tool results cut to
@@ -384,7 +386,7 @@ class MemoryContext:
                 block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
             except Exception as exc:  # no recall this turn is better than no turn
                 self._degraded("recall", exc)
-        out = insert_recall(kept, block, infos)
+        out = insert_recall(kept, block, infos, self.config.recall_placement)
         if block is not None:
             total += count(block)
         # After a trim its own repair ran, and the block goes before any call, so only an

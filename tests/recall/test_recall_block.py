@@ -243,3 +243,29 @@ def test_chunks_of_one_message_take_one_slot_unless_asked_for_more() -> None:
     # No source (segments without a turn): each is its own.
     loose = [RecallItem("detail", f"note {n}", 0.5, "x", f"n{n}") for n in range(3)]
     assert len(build_recall_block([], loose, 2000).details) == 3  # type: ignore[union-attr]
+
+
+def test_before_request_never_parts_a_tool_call_from_its_result() -> None:
+    from memctx.messages import InfoCache
+    from memctx.messages.pairing import pairing_violations
+    from memctx.recall import insert_recall
+
+    block = {"role": "user", "content": "<recalled-context>x</recalled-context>"}
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+    }
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}],
+    }
+    request = {"role": "user", "content": "list the files"}
+    messages = [{"role": "system", "content": "s"}, request, call, result]
+    out = insert_recall(messages, block, InfoCache(), "before-request")
+    # The latest request is before the call: the block goes before it, not before the result.
+    assert out == [messages[0], block, request, call, result] and pairing_violations(out) == []
+    # No request at all (a history of tool results): after the system messages.
+    assert (
+        insert_recall(messages[:1] + messages[2:], block, InfoCache(), "before-request")[1] is block
+    )
+    assert insert_recall(messages, None, InfoCache(), "end") is messages

@@ -84,7 +84,8 @@ def test_trimmed_messages_are_archived_and_recalled_later(tmp_path: Path) -> Non
         later = mem.on_context(ask_later(out))
         blocks = [m for m in later if is_recalled_block(m)]
         assert len(blocks) == 1 and "src/pay/hook.py" in blocks[0]["content"]
-        assert later[0] is msgs[0] and later[1] is blocks[0]  # right after the system prompt
+        # Right before the latest request (the default placement): the prefix stays cached.
+        assert later[0] is msgs[0] and later[-2] is blocks[0] and later[-1]["role"] == "user"
         assert estimate_messages_tokens(blocks) <= mem.recall_cap
         assert estimate_messages_tokens(later) <= WINDOW - 4000
 
@@ -195,7 +196,8 @@ def test_disabled_config_passes_everything_through(tmp_path: Path) -> None:
     assert not (tmp_path / "store" / "segments.jsonl").exists()
 
 
-def test_block_goes_after_a_compaction_summary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("placement", ["after-system", "before-request", "end"])
+def test_the_block_goes_where_recall_placement_says(tmp_path: Path, placement: str) -> None:
     summary = {
         "role": "user",
         "content": "This session is being continued from a previous conversation. Summary: ...",
@@ -203,9 +205,18 @@ def test_block_goes_after_a_compaction_summary(tmp_path: Path) -> None:
     }
     msgs = long_session()
     msgs.insert(1, summary)
-    with engine(tmp_path) as mem:
+    with engine(tmp_path, config=cfg(recallPlacement=placement)) as mem:
         out = mem.on_context(msgs)
-        assert out[1] is summary and is_recalled_block(out[2])
+        again = mem.on_context(out)
+    at = [i for i, m in enumerate(out) if is_recalled_block(m)]
+    expected = {"after-system": 2, "before-request": len(out) - 2, "end": len(out) - 1}
+    assert at == [expected[placement]]
+    if placement == "after-system":  # the seed's place: after the system prompt and summary
+        assert out[1] is summary
+    if placement == "before-request":
+        assert out[-1] is msgs[-1] and out[-1]["role"] == "user"
+    assert again == out  # the hook is idempotent wherever the block sits
+    assert pairing_violations(out) == []
 
 
 def test_invalid_session_id_is_refused(tmp_path: Path) -> None:

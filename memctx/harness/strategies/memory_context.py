@@ -43,7 +43,6 @@ from .base import (
     Prepared,
     StrategySetup,
     client_usage,
-    leading_blocks,
 )
 from .overflow import OverflowRecoverer, with_recovery
 
@@ -148,7 +147,7 @@ class MemoryContextStrategy(BaseStrategy):
         # Outside the timed hook: archiving/embedding queued by this call finishes before
         # the next one, so what the next call can recall never depends on thread timing.
         engine.wait_idle(_WAIT_S)
-        kept = len(context) - leading_blocks(context, self.setup.infos)
+        kept = len(context) - sum(map(is_recalled_block, context))  # wherever it was put
         recovery = _on_context_path(before, engine.stats()["counts"]) if over else ""
         prepared = Prepared(
             context, latency, kept < len(transcript), engine.recall_cap, recovery=recovery
