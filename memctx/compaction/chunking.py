@@ -16,10 +16,8 @@ from typing import Any
 
 from memctx.messages import (
     InfoCache,
-    RoleKind,
     estimate_message_tokens,
-    is_compaction_summary,
-    is_recalled_block,
+    is_turn_start,
     repair_with_sources,
 )
 
@@ -279,15 +277,3 @@ def tail_start(
             break
         start -= 1
     return start
-
-
-def is_turn_start(message: Any, infos: InfoCache) -> bool:
-    """Whether ``message`` opens a turn: a user message that carries no tool result and is
-    neither a compaction summary nor a recalled block (both are memctx's, not the user's)."""
-    info = infos.info(message)
-    return (
-        info.kind is RoleKind.USER
-        and not info.has_tool_results
-        and not is_compaction_summary(message, info)
-        and not is_recalled_block(message)
-    )

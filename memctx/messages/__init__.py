@@ -31,6 +31,7 @@ from .markers import (
     RECALLED_CONTEXT_TAG,
     is_compaction_summary,
     is_recalled_block,
+    is_turn_start,
     recalled_block_text,
 )
 from .pairing import (
@@ -73,6 +74,7 @@ __all__ = [
     "inspect_message",
     "is_compaction_summary",
     "is_recalled_block",
+    "is_turn_start",
     "iter_blocks",
     "leading_system_count",
     "measure_counter",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .anatomy import MessageInfo, RoleKind, inspect_message, role_kind
+from .anatomy import InfoCache, MessageInfo, RoleKind, inspect_message, role_kind
 
 __all__ = [
     "COMPACTED_PREFIX",
@@ -21,6 +21,7 @@ __all__ = [
     "RECALLED_CONTEXT_TAG",
     "is_compaction_summary",
     "is_recalled_block",
+    "is_turn_start",
     "recalled_block_text",
 ]
 
@@ -108,3 +109,17 @@ def is_compaction_summary(message: object, info: MessageInfo | None = None) -> b
     if info.kind in (RoleKind.TOOL, RoleKind.UNKNOWN):
         return False
     return info.text.lstrip().startswith(COMPACTION_SUMMARY_PREFIXES)
+
+
+def is_turn_start(message: Any, infos: InfoCache) -> bool:
+    """Whether ``message`` opens a turn (a user's request): a user message that carries no
+    tool result and is neither a compaction summary nor a recalled block (both are
+    memctx's, not the user's). Turn-based compaction keeps whole turns, the recall block goes
+    before the latest one, pruning starts at the first."""
+    info = infos.info(message)
+    return (
+        info.kind is RoleKind.USER
+        and not info.has_tool_results
+        and not is_compaction_summary(message, info)
+        and not is_recalled_block(message)
+    )

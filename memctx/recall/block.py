@@ -50,10 +50,9 @@ from typing import Any, Literal
 
 from memctx.messages import (
     InfoCache,
-    RoleKind,
     estimate_tokens,
     is_compaction_summary,
-    is_recalled_block,
+    is_turn_start,
     leading_system_count,
     recalled_block_text,
 )
@@ -369,17 +368,7 @@ def insert_recall(
         at = len(messages)
     elif placement == "before-request":
         at = next(
-            (i for i in range(len(messages) - 1, at - 1, -1) if _is_request(messages[i], infos)),
+            (i for i in range(len(messages) - 1, at - 1, -1) if is_turn_start(messages[i], infos)),
             at,
         )
     return [*messages[:at], block, *messages[at:]]
-
-
-def _is_request(message: dict[str, Any], infos: InfoCache) -> bool:
-    info = infos.info(message)
-    return (
-        info.kind is RoleKind.USER
-        and not info.has_tool_results
-        and not is_compaction_summary(message)
-        and not is_recalled_block(message)
-    )

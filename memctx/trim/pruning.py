@@ -38,6 +38,7 @@ from memctx.messages import (
     InfoCache,
     RoleKind,
     estimate_message_tokens,
+    is_turn_start,
     tool_result_text,
     with_tool_result_text,
 )
@@ -137,39 +138,41 @@ def prune_tool_results(
         for ref in infos.info(out[i]).blocks
         if ref.kind is BlockKind.TOOL_RESULT and not _holds_image(out[i], ref)
     ]
+    # Each result's text as it stands; a message with several results is edited one block
+    # at a time with the refs read from the original (payload edits never move a block).
+    texts = [tool_result_text(out[i], ref) for i, ref in targets]
+
+    def edit(k: int, text: str) -> None:
+        nonlocal total
+        i, ref = targets[k]
+        out[i] = with_tool_result_text(out[i], ref, text)
+        texts[k] = text
+        size = estimate_message_tokens(out[i])
+        total += size - sizes[i]
+        sizes[i] = size
+
     soft = config.soft_trim
     trimmed = 0
-    for i, ref in targets:
-        text = tool_result_text(out[i], ref)
+    for k, text in enumerate(texts):
         if len(text) <= soft.max_chars or soft.head_chars + soft.tail_chars >= len(text):
             continue
         if _TRIMMED_NOTE.search(text):
             continue
-        cut = soft_trimmed_text(text, soft.head_chars, soft.tail_chars)
-        out[i] = with_tool_result_text(out[i], _same_block(out[i], ref, infos), cut)
-        total += estimate_message_tokens(out[i]) - sizes[i]
-        sizes[i] = estimate_message_tokens(out[i])
+        edit(k, soft_trimmed_text(text, soft.head_chars, soft.tail_chars))
         trimmed += 1
     cleared = 0
     hard = config.hard_clear
-    prunable_chars = sum(
-        len(tool_result_text(out[i], _same_block(out[i], ref, infos))) for i, ref in targets
-    )
     if (
         hard.enabled
         and total >= config.hard_clear_ratio * window
-        and prunable_chars >= config.min_prunable_tool_chars
+        and sum(map(len, texts)) >= config.min_prunable_tool_chars
     ):
-        for i, ref in targets:
+        for k, text in enumerate(texts):
             if total < config.hard_clear_ratio * window:
                 break
-            current = _same_block(out[i], ref, infos)
-            if tool_result_text(out[i], current) == hard.placeholder:
-                continue
-            out[i] = with_tool_result_text(out[i], current, hard.placeholder)
-            total += estimate_message_tokens(out[i]) - sizes[i]
-            sizes[i] = estimate_message_tokens(out[i])
-            cleared += 1
+            if text != hard.placeholder:
+                edit(k, hard.placeholder)
+                cleared += 1
     if not trimmed and not cleared:
         return unchanged
     return PruneResult(out, trimmed, cleared, unchanged.tokens_before, total)
@@ -190,24 +193,8 @@ def _prunable_span(
                     break
         else:
             return None  # too few turns to know which are the recent ones
-    start = next((i for i, m in enumerate(messages) if _is_user_request(m, infos)), len(messages))
+    start = next((i for i, m in enumerate(messages) if is_turn_start(m, infos)), len(messages))
     return (start, end) if start < end else None
-
-
-def _is_user_request(message: Any, infos: InfoCache) -> bool:
-    info = infos.info(message)
-    return info.kind is RoleKind.USER and not info.has_tool_results
-
-
-def _same_block(message: Any, ref: BlockRef, infos: InfoCache) -> BlockRef:
-    """``ref`` as read from ``message`` now (an earlier edit of the same message copied it)."""
-    for block in infos.info(message).blocks:
-        if block.kind is BlockKind.TOOL_RESULT and (block.field, block.index) == (
-            ref.field,
-            ref.index,
-        ):
-            return block
-    return ref
 
 
 def _holds_image(message: Any, ref: BlockRef) -> bool:

@@ -142,5 +142,8 @@ def test_cli_replays_several_strategies_and_says_how_it_calibrated(
     out = capsys.readouterr().out
     assert code == 0 and "calibrated" not in out  # a plain file reports no usage
     assert out.count("claude-like") == 0 and "truncate" in out and "  full" in out
+    table = [line.split() for line in out.splitlines() if line.lstrip().startswith("t.json ")]
+    rows = [row for row in table if row[2] == "60000"]  # source, strategy, window, ...
+    assert [row[1] for row in rows] == ["truncate", "full"]  # one row per strategy, in order
     code = main(["replay", str(path), "--window", "60000", "--strategy", "full", "--calibrate"])
     assert code == 2 and "no-calibrate" in capsys.readouterr().err  # a usage error

@@ -289,8 +289,8 @@ class FullStrategy(BaseStrategy):
     name = "full"
 
     def prepare(self, transcript: Messages) -> Prepared:
-        over = self.setup.counter.count_messages(transcript) > self.setup.window
-        return Prepared(list(transcript), recovery="none: sent whole" if over else "")
+        # The engine keeps the path only for calls whose transcript exceeded the window.
+        return Prepared(list(transcript), recovery="none: sent whole")
 
 
 class TruncateStrategy(BaseStrategy):
@@ -353,17 +353,19 @@ class TruncateStrategy(BaseStrategy):
 
 def send_whole(
     setup: StrategySetup, transcript: Messages, fitter: TruncateStrategy
-) -> tuple[Prepared, bool]:
+) -> tuple[Prepared, int | None]:
     """An agent that sends its whole transcript (its own compaction keeps it under the
     window): as it is while it fits the window, else ``fitter``'s cut, so no call the
     provider would refuse is measured. memctx's ``reserveTokens`` is memctx's own trim
-    budget, not such an agent's. Returns the call and whether it had to be cut."""
+    budget, not such an agent's. Returns the call and the tokens it sent whole, ``None``
+    when it had to be cut."""
     started = time.perf_counter()
-    if setup.counter.count_messages(transcript) <= setup.window:
-        return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0), False
+    tokens = setup.counter.count_messages(transcript)
+    if tokens <= setup.window:
+        return Prepared(list(transcript), (time.perf_counter() - started) * 1000.0), tokens
     fitted = fitter.prepare(transcript)
     latency = (time.perf_counter() - started) * 1000.0
-    return Prepared(fitted.context, latency, fitted.trimmed, recovery=fitted.recovery), True
+    return Prepared(fitted.context, latency, fitted.trimmed, recovery=fitted.recovery), None
 
 
 def client_usage(clients: Sequence[Any], hook_failures: int = 0) -> dict[str, float]:

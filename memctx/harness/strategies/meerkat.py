@@ -45,7 +45,7 @@ from .base import (
     client_usage,
     send_whole,
 )
-from .memory_context import shared_embedder
+from .memory_context import archive_compacted, shared_embedder
 from .overflow import OverflowRecoverer, with_recovery
 
 __all__ = ["MeerkatStrategy"]
@@ -83,7 +83,6 @@ class MeerkatStrategy(BaseStrategy):
         self.index: MemoryContext | None = None
         self._fitter = TruncateStrategy(setup)
         self.overflow = OverflowRecoverer(setup, self.config, self.client)
-        self._recovery = ""  # how the compaction before this call fitted it, if it had to
         self._turn = 0
         self._last_input: int | None = None
         self.counts = {"compaction_failures": 0, "over_window_calls": 0, "hook_failures": 0}
@@ -125,31 +124,25 @@ class MeerkatStrategy(BaseStrategy):
         self.counts["compaction_failures"] += result.failed
         replaced: Messages | None = None
         if result.compacted:
-            self._index_discarded(result.to_index)
+            archive_compacted(self._index(), result.to_index)
             replaced, tokens = result.messages, result.tokens_after
         # Still over the window: the provider refuses, and the overflow ladder runs. What
         # its compactions replace is indexed too, as after any compaction.
-        recovered, self._recovery = self.overflow.after_compaction(
+        return self.overflow.after_compaction(
             asked,
-            replaced if replaced is not None else transcript,
+            transcript,
+            replaced,
             tokens,
-            compacted=replaced is not None,
-            archive=self._index_discarded,
+            archive=lambda dropped: archive_compacted(self._index(), dropped),
         )
-        return recovered if recovered is not None else replaced
-
-    def _index_discarded(self, messages: Messages) -> None:
-        if messages:
-            index = self._index()
-            index.on_before_compact(messages)
-            index.wait_idle(_WAIT_S)
 
     def prepare(self, transcript: Messages) -> Prepared:
-        prepared, cut = send_whole(self.setup, transcript, self._fitter)
-        prepared = with_recovery(prepared, self._recovery)
-        self.counts["over_window_calls"] += cut
+        prepared, whole = send_whole(self.setup, transcript, self._fitter)
+        prepared = with_recovery(prepared, self.overflow.call_path)
+        self.counts["over_window_calls"] += whole is None
         # What the provider reports as the call's input: the trigger's first threshold.
-        self._last_input = self.setup.counter.count_messages(prepared.context)
+        sent = whole if whole is not None else self.setup.counter.count_messages(prepared.context)
+        self._last_input = sent
         return prepared
 
     def search(self, query: str) -> list[str] | None:

@@ -48,6 +48,7 @@ from .overflow import OverflowRecoverer, with_recovery
 
 __all__ = [
     "MemoryContextStrategy",
+    "archive_compacted",
     "shared_embedder",
 ]
 
@@ -97,7 +98,7 @@ class MemoryContextStrategy(BaseStrategy):
         self.summarizer: LLMClient | None = None
         self.compactor: AgentCompactor | None = None
         self.overflow: OverflowRecoverer | None = None
-        self._recovery = ""  # how the compaction before this call fitted it, if it had to
+        self._over = False  # the transcript the next on_context gets exceeds the window
         if agent_compaction:
             # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
             self.summarizer = LLMClient(self.config.extraction_model)
@@ -139,23 +140,27 @@ class MemoryContextStrategy(BaseStrategy):
     def prepare(self, transcript: Messages) -> Prepared:
         engine = self._engine()
         # Only a transcript over the window needs its recovery told (a rare, costlier path).
-        over = self.setup.counter.count_messages(transcript) > self.setup.window
-        before = engine.stats()["counts"] if over else {}
+        before = engine.stats()["counts"] if self._over else {}
         started = time.perf_counter()
         context = engine.on_context(transcript)
         latency = (time.perf_counter() - started) * 1000.0
         # Outside the timed hook: archiving/embedding queued by this call finishes before
         # the next one, so what the next call can recall never depends on thread timing.
         engine.wait_idle(_WAIT_S)
-        kept = len(context) - sum(map(is_recalled_block, context))  # wherever it was put
-        recovery = _on_context_path(before, engine.stats()["counts"]) if over else ""
+        recovery = _on_context_path(before, engine.stats()["counts"]) if self._over else ""
         prepared = Prepared(
-            context, latency, kept < len(transcript), engine.recall_cap, recovery=recovery
+            context, latency, _trimmed(context, transcript), engine.recall_cap, recovery=recovery
         )
-        return with_recovery(prepared, self._recovery)
+        return with_recovery(prepared, self.overflow.call_path if self.overflow else "")
 
     def compact(self, transcript: Messages, tokens: int) -> Messages | None:
-        self._recovery = ""
+        final = self._compact(transcript, tokens)
+        # Counted again only after a compaction (rare): otherwise ``tokens`` is the size.
+        size = tokens if final is None else self.setup.counter.count_messages(final)
+        self._over = size > self.setup.window
+        return final
+
+    def _compact(self, transcript: Messages, tokens: int) -> Messages | None:
         if self.compactor is None or self.overflow is None:
             return self._recorded_compaction(transcript)
         turn = self._turn
@@ -164,24 +169,17 @@ class MemoryContextStrategy(BaseStrategy):
         result = self.compactor.maybe_compact(transcript, tokens, turn=turn)
         replaced: Messages | None = None
         if result is not None:
-            self._archive(archivable(result.dropped))
+            archive_compacted(self._engine(), archivable(result.dropped))
             replaced, tokens = result.messages, result.tokens_after
         # Still over the window: the provider refuses, and the overflow ladder runs. What
         # its compactions replace is archived too, as on any compaction.
-        recovered, self._recovery = self.overflow.after_compaction(
+        return self.overflow.after_compaction(
             asked,
-            replaced if replaced is not None else transcript,
+            transcript,
+            replaced,
             tokens,
-            compacted=replaced is not None,
-            archive=self._archive,
+            archive=lambda dropped: archive_compacted(self._engine(), dropped),
         )
-        return recovered if recovered is not None else replaced
-
-    def _archive(self, messages: Messages) -> None:
-        if messages:
-            engine = self._engine()
-            engine.on_before_compact(messages)
-            engine.wait_idle(_WAIT_S)
 
     def _recorded_compaction(self, transcript: Messages) -> Messages | None:
         """Replay the last compaction the transcript records since the previous call.
@@ -199,10 +197,7 @@ class MemoryContextStrategy(BaseStrategy):
         if not found:
             return None
         at = found[-1]
-        engine = self._engine()
-        engine.on_before_compact(transcript[head:at])
-        # As after every hook: the archive and extraction finish before the next call.
-        engine.wait_idle(_WAIT_S)
+        archive_compacted(self._engine(), transcript[head:at])
         replaced = transcript[:head] + transcript[at:]
         self._scanned = len(replaced)
         return replaced
@@ -235,6 +230,23 @@ class MemoryContextStrategy(BaseStrategy):
             self.engine.close()
             self.engine = None
         return client_usage([self.extractor, self.summarizer], self.failures)
+
+
+def archive_compacted(engine: MemoryContext, messages: Messages) -> None:
+    """Hand what a compaction replaced to ``on_before_compact`` and wait for the archive
+    (outside any timed hook), so what the next call can recall never depends on timing."""
+    if messages:
+        engine.on_before_compact(messages)
+        engine.wait_idle(_WAIT_S)
+
+
+def _trimmed(context: Messages, transcript: Messages) -> bool:
+    """Whether ``on_context`` left out transcript messages. It adds at most one recalled
+    block (the transcript holds none: the engine never appends one), so only equal lengths
+    need a look for the block: one message out and a block in."""
+    if len(context) != len(transcript):
+        return len(context) < len(transcript)
+    return any(map(is_recalled_block, context))
 
 
 def _on_context_path(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:

@@ -73,7 +73,6 @@ class OpenClawStrategy(BaseStrategy):
         )
         self._fitter = TruncateStrategy(setup)
         self.overflow = OverflowRecoverer(setup, self.config, self.client)
-        self._recovery = ""  # how the compaction before this call fitted it, if it had to
         self._flush: FlushTracker | None = None
         self._turn = 0  # model calls of the session, for the compactor's loop guard
         self.counts = {"flushes": 0, "compaction_failures": 0, "over_window_calls": 0}
@@ -111,23 +110,21 @@ class OpenClawStrategy(BaseStrategy):
         before = self.compactor.failures
         result = self.compactor.maybe_compact(transcript, tokens, turn=turn)
         self.counts["compaction_failures"] += self.compactor.failures - before
+        replaced: Messages | None = None
         if result is not None:
             self._flush.note_compaction(tokens)
-            transcript, tokens = result.messages, result.tokens_after
+            replaced, tokens = result.messages, result.tokens_after
         # Still over the window (one huge tool output, a deferred compaction): the provider
         # refuses the call, and seed 001's overflow ladder runs.
-        recovered, self._recovery = self.overflow.after_compaction(
-            asked, transcript, tokens, compacted=result is not None
-        )
-        if recovered is not None:
+        final = self.overflow.after_compaction(asked, transcript, replaced, tokens)
+        if final is not replaced:  # the ladder compacted (or cut) too: a new cycle
             self._flush.note_compaction(tokens)
-            return recovered
-        return result.messages if result is not None else None
+        return final
 
     def prepare(self, transcript: Messages) -> Prepared:
-        prepared, cut = send_whole(self.setup, transcript, self._fitter)
-        self.counts["over_window_calls"] += cut
-        return with_recovery(prepared, self._recovery)
+        prepared, whole = send_whole(self.setup, transcript, self._fitter)
+        self.counts["over_window_calls"] += whole is None
+        return with_recovery(prepared, self.overflow.call_path)
 
     def search(self, query: str) -> list[str] | None:
         return [hit.text for hit in self.memory.search(query, limit=5)]

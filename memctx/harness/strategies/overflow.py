@@ -30,7 +30,7 @@ from memctx.llm import LLMClient
 
 from .base import Messages, Prepared, StrategySetup
 
-__all__ = ["OverflowRecoverer", "ProviderRefusal", "recovery_path", "with_recovery"]
+__all__ = ["OverflowRecoverer", "ProviderRefusal", "with_recovery"]
 
 
 class ProviderRefusal(Exception):
@@ -51,6 +51,7 @@ class OverflowRecoverer:
     Attributes:
         path: How the last recovery went (``"compacted x1"``, ``"compacted x3, truncated 1
             tool result of 450,000 chars"``, or why it failed); ``""`` before any.
+        call_path: How the current call's transcript was fitted (:meth:`after_compaction`).
         recoveries: Recoveries that brought a transcript under the window.
         failures: Recoveries that could not (the caller falls back to dropping).
     """
@@ -58,6 +59,7 @@ class OverflowRecoverer:
     def __init__(self, setup: StrategySetup, config: MemoryContextConfig, client: LLMClient):
         self.setup, self.config, self.client = setup, config, client
         self.path = ""
+        self.call_path = ""
         self.recoveries = 0
         self.failures = 0
 
@@ -94,42 +96,41 @@ class OverflowRecoverer:
     def after_compaction(
         self,
         asked: int,
-        current: Messages,
+        transcript: Messages,
+        compacted: Messages | None,
         tokens: int,
         *,
-        compacted: bool,
         archive: Callable[[Messages], None] | None = None,
-    ) -> tuple[Messages | None, str]:
+    ) -> Messages | None:
         """The step a compacting strategy runs after its threshold compaction.
+
+        Sets :attr:`call_path`: how this call's transcript was brought under the window, empty
+        unless ``asked`` exceeded it (what the strategy's next :meth:`prepare` reports).
 
         Args:
             asked: Tokens of the transcript the call began with.
-            current: The transcript after the threshold compaction (or the same one).
-            tokens: Its tokens.
-            compacted: Whether the threshold compaction ran.
+            transcript: That transcript.
+            compacted: The threshold compaction's result, or ``None`` when it did not run.
+            tokens: Tokens of the transcript now (after the compaction, if any).
             archive: Receives what the recovery's compactions replaced (``None``: nothing
                 is kept). A cut tool result's original goes too: the search can still find
                 what the cut left out.
 
         Returns:
-            The recovered transcript (``None`` when it was not needed or failed) and the
-            path to report: empty unless ``asked`` exceeded the window.
+            The transcript to continue with, or ``None`` when nothing changed.
         """
+        current = compacted if compacted is not None else transcript
         recovered = self.recover(current, tokens)
-        path = recovery_path(compacted, self, tokens) if asked > self.setup.window else ""
-        if recovered is not None and archive is not None:
+        steps = ["compacted past the threshold"] if compacted is not None else []
+        if tokens > self.setup.window:
+            steps.append(self.path)
+        self.call_path = ", then ".join(steps) if asked > self.setup.window else ""
+        if recovered is None:
+            return compacted
+        if archive is not None:
             kept = {id(m) for m in recovered}
             archive([m for m in archivable(current) if id(m) not in kept])
-        return recovered, path
-
-
-def recovery_path(compacted: bool, overflow: OverflowRecoverer, tokens: int) -> str:
-    """How a compaction step brought a transcript over the window down: the threshold
-    compaction (``compacted``) and, when ``tokens`` were still over, the overflow ladder."""
-    steps = ["compacted past the threshold"] if compacted else []
-    if tokens > overflow.setup.window:
-        steps.append(overflow.path)
-    return ", then ".join(steps)
+        return recovered
 
 
 def with_recovery(prepared: Prepared, earlier: str) -> Prepared:
