@@ -332,12 +332,23 @@ class MemorySearchConfig(_Model):
 class PlannerConfig(_Model):
     """Token-budget context planner, summary sidecar and tool payload refs (seed 004)."""
 
+    reserve_tokens: NonNegativeInt = 16384
+    """Tokens kept free for the reply (OpenClaw's ``reserveTokens``); at most a quarter of
+    the window is reserved, so a small window still has room for history."""
+    dynamic_reserve_tokens: NonNegativeInt = 0
+    """Tokens kept for what a turn adds besides the history (tool definitions, injected
+    notes); the session summary's own room is reserved separately when it is injected."""
     safety_ratio: Ratio = 0.9
-    """History budget = (window - reserve - static prompt tokens) x this."""
+    """History budget = (window - reserve - static prompt tokens - dynamic reserve) x this:
+    the margin for the token estimate's error."""
     summary_pressure_ratio: Ratio = 0.72
     """Inject the session summary when used / budget reaches this (or history was trimmed)."""
     summary_max_chars: PositiveInt = 4000
     """Characters of the summary materialised into the prompt."""
+    summary_max_items: PositiveInt = 60
+    """Rolling summary items kept in ``<session>.summary.json`` (the oldest go first)."""
+    summary_item_chars: PositiveInt = 240
+    """Characters of one summary item (one message's gist)."""
     tool_payload_max_chars: PositiveInt = 20000
     """Tool results larger than this are written to ``tool-output/*.json``."""
     tool_payload_preview_chars: PositiveInt = 2000
