@@ -226,6 +226,7 @@ class Archive:
         at: IntArray,
         keys: IntArray,
         turns: IntArray,
+        originals: Mapping[int, dict[str, Any]] | None = None,
     ) -> None:
         """Archive the messages smart trim removed from ``context``.
 
@@ -235,6 +236,9 @@ class Archive:
             at: Positions in ``context`` of the removed messages.
             keys: Their trim-cache keys (:attr:`MessageFacts.key`), in the order of ``at``.
             turns: Their turns (positions in the hook's input), in the order of ``at``.
+            originals: ``id(copy) -> original`` for messages of ``context`` that are pruned
+                copies (:class:`memctx.trim.PruningSession`): the original is archived,
+                under the copy's key, so nothing pruning cut is lost.
         """
         # Most of them were trimmed (and archived) on earlier turns too: skip those in one
         # vector pass over their keys, before any per-message work.
@@ -242,8 +246,15 @@ class Archive:
         if not len(fresh):
             return
         new_at: list[int] = at[fresh].tolist()
+        chosen = [context[i] for i in new_at]
         known = {id(context[i]): facts[i] for i in new_at}
-        pairs = zip([context[i] for i in new_at], turns[fresh].tolist(), strict=True)
+        for k, i in enumerate(new_at):
+            original = originals.get(id(context[i])) if originals else None
+            if original is not None:
+                chosen[k] = original
+                read = facts[i]
+                known[id(original)] = MessageFacts(read.key, original, read.tokens)
+        pairs = zip(chosen, turns[fresh].tolist(), strict=True)
         self._store(pairs, known)
         with self._mutex:
             held = [k for k in keys[fresh].tolist() if self._known(k)]

@@ -2,6 +2,10 @@
 
 ``on_context(messages)`` runs before every model call (seed 000, "Context Event"):
 
+0. with ``contextPruning.mode`` ``cache-ttl``, old tool results are soft-trimmed or cleared
+   in the copy sent once the prompt cache has gone cold, and the same pruned copies are sent
+   on the warm calls after (:class:`memctx.trim.PruningSession`, seed 003; counted as
+   ``prunings``); a pruned message that is trimmed later is archived whole;
 1. drop recalled blocks from earlier turns;
 2. build the query from the last 2–3 real user messages (:func:`memctx.recall.query.build_query`);
 3. if the context is over ``safe_limit = window − reserve − cap`` and the query has ≥ 3
@@ -65,7 +69,7 @@ from memctx.recall import (
 )
 from memctx.retrieval import Embedder, SearchParams
 from memctx.store import resolve_store_dir
-from memctx.trim import IntArray, ReadInfos, TrimCache, trim_read
+from memctx.trim import IntArray, PruningSession, ReadInfos, TrimCache, trim_read
 
 from .archive import Archive
 from .oversized import cut_oversized_results
@@ -137,6 +141,13 @@ class MemoryContext:
             worker=self._worker,
             infos=self._infos,
             clock=clock,
+        )
+        self._clock = clock
+        # Seed 003's pruning of old tool results, before the trim: off unless configured.
+        self._pruning = (
+            PruningSession(self.config.context_pruning, self.window, infos=self._infos)
+            if self.config.context_pruning.mode != "off"
+            else None
         )
         self._timer = HookTimer()
         self._closed = False
@@ -325,6 +336,14 @@ class MemoryContext:
     def _context_read(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         count = self._tokens.count_message
         cache = self._trim_cache
+        originals: dict[int, Any] = {}
+        if self._pruning is not None:
+            pruned = self._pruning.apply(messages, self._clock())
+            if pruned.ran and (pruned.soft_trimmed or pruned.cleared):
+                self._counts["prunings"] += 1
+                self._counts["tool_results_soft_trimmed"] += pruned.soft_trimmed
+                self._counts["tool_results_cleared"] += pruned.cleared
+            messages, originals = pruned.messages, pruned.originals
         # For the usual input (last turn's list plus new messages) only the new ones are read.
         state = cache.read(messages, count)
         recalled = state.recalled
@@ -370,7 +389,7 @@ class MemoryContext:
                 at = np.asarray(result.trimmed_at, dtype=np.int64)
                 turns = turn_at[at] if turn_at is not None else at
                 try:
-                    self._archive.trimmed(base, state.facts, at, state.keys[at], turns)
+                    self._archive.trimmed(base, state.facts, at, state.keys[at], turns, originals)
                 except Exception as exc:  # trimming needs no disk: send the trimmed context
                     self._degraded("archive", exc)
                 kept_at = np.asarray(result.kept_at, dtype=np.int64)

@@ -9,7 +9,14 @@ May import: the foundations and the mechanisms (:mod:`memctx.retrieval`, :mod:`m
 from __future__ import annotations
 
 from .cache import IntArray, MessageFacts, TrimCache
-from .pruning import PruneResult, prune_tool_results, pruning_due, soft_trimmed_text
+from .pruning import (
+    PruneResult,
+    PruningSession,
+    SessionPrune,
+    prune_tool_results,
+    pruning_due,
+    soft_trimmed_text,
+)
 from .result import TrimCounts, TrimResult
 from .smart import (
     DEFAULT_PROTECTED_RECENT,
@@ -29,7 +36,9 @@ __all__ = [
     "IntArray",
     "MessageFacts",
     "PruneResult",
+    "PruningSession",
     "ReadInfos",
+    "SessionPrune",
     "TrimCache",
     "TrimCounts",
     "TrimResult",

@@ -22,13 +22,17 @@ against the window. Ids, names and error flags stay, so the tool pairing is the 
 
 When to prune (``mode``) is the caller's decision: ``cache-ttl`` prunes only once the prompt
 cache has gone cold (:func:`pruning_due`), so a warm cached prefix is never invalidated.
+:class:`PruningSession` is that decision kept across calls: it prunes when due and, on the
+warm calls after, sends the same pruned copies again (the very same dicts), so the prefix the
+provider cached stays byte for byte what it was: pruning afresh on a warm call would
+invalidate it, and sending the results whole again would too.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memctx.config import ContextPruningConfig
@@ -43,7 +47,14 @@ from memctx.messages import (
     with_tool_result_text,
 )
 
-__all__ = ["PruneResult", "prune_tool_results", "pruning_due", "soft_trimmed_text"]
+__all__ = [
+    "PruneResult",
+    "PruningSession",
+    "SessionPrune",
+    "prune_tool_results",
+    "pruning_due",
+    "soft_trimmed_text",
+]
 
 # The note soft_trimmed_text ends with: a result that carries it was trimmed already, and
 # trimming it again would only shrink it further on every call (pruning is idempotent).
@@ -212,3 +223,93 @@ def _holds_image(message: Any, ref: BlockRef) -> bool:
     return isinstance(payload, list) and any(
         isinstance(item, Mapping) and item.get("type") == "image" for item in payload
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPrune:
+    """One call of a :class:`PruningSession`.
+
+    Attributes:
+        messages: The context to send: the caller's dicts, with pruned copies in place of
+            the messages whose tool results were pruned when pruning last ran.
+        originals: ``id(copy) -> original`` for every copy sent (what the agent really
+            holds, and what an archive must keep).
+        ran: Pruning ran on this call (it was due); otherwise earlier edits were re-applied.
+        soft_trimmed: Tool results soft-trimmed when pruning last ran.
+        cleared: Tool results cleared when pruning last ran.
+    """
+
+    messages: list[Any]
+    originals: dict[int, Any] = field(default_factory=dict)
+    ran: bool = False
+    soft_trimmed: int = 0
+    cleared: int = 0
+
+
+class PruningSession:
+    """Seed 003's pruning across the calls of one session, cache-aware.
+
+    When pruning is due (:func:`pruning_due`: ``cache-ttl`` and the cache cold) it prunes the
+    caller's messages afresh; on every other call it re-applies what the last pruning did,
+    with the same copy objects, to the messages still present; messages added since are sent
+    as they are until pruning is due again. The caller's list and dicts are never changed.
+
+    Args:
+        config: ``contextPruning``.
+        window: The model's context window in tokens.
+        infos: Anatomy cache to share with the caller.
+    """
+
+    def __init__(
+        self, config: ContextPruningConfig, window: int, *, infos: InfoCache | None = None
+    ) -> None:
+        self.config = config
+        self.window = window
+        self._infos = infos if infos is not None else InfoCache()
+        # id(original) -> (original, copy): holding the original keeps its id unique.
+        self._edits: dict[int, tuple[Any, Any]] = {}
+        self._counts = (0, 0)  # (soft-trimmed, cleared) of the pruning in force
+        self._last_call_at: float | None = None
+
+    def reset(self) -> None:
+        """Forget the edits and the last call (a new session)."""
+        self._edits.clear()
+        self._counts = (0, 0)
+        self._last_call_at = None
+
+    def apply(self, messages: Sequence[Any], now: float) -> SessionPrune:
+        """The context to send for a call at ``now`` (epoch seconds); see the class docstring."""
+        due = pruning_due(self.config, now, self._last_call_at)
+        self._last_call_at = now
+        if due:
+            return self._prune(messages)
+        if not self._edits:
+            return SessionPrune(list(messages))
+        out = list(messages)
+        originals: dict[int, Any] = {}
+        kept: dict[int, tuple[Any, Any]] = {}
+        for i, message in enumerate(out):
+            edit = self._edits.get(id(message))
+            if edit is not None and edit[0] is message:
+                out[i] = edit[1]
+                originals[id(edit[1])] = message
+                kept[id(message)] = edit
+        self._edits = kept  # messages no longer sent (compacted away) are forgotten
+        return SessionPrune(out, originals, False, *self._counts)
+
+    def _prune(self, messages: Sequence[Any]) -> SessionPrune:
+        result = prune_tool_results(messages, self.config, self.window, infos=self._infos)
+        edits: dict[int, tuple[Any, Any]] = {}
+        originals: dict[int, Any] = {}
+        out = result.messages
+        for i, (before, after) in enumerate(zip(messages, out, strict=True)):
+            if after is before:
+                continue
+            old = self._edits.get(id(before))
+            if old is not None and old[0] is before and old[1] == after:
+                after = out[i] = old[1]  # the same copy again: its reading stays cached
+            edits[id(before)] = (before, after)
+            originals[id(after)] = before
+        self._edits = edits
+        self._counts = (result.soft_trimmed, result.cleared)
+        return SessionPrune(out, originals, True, *self._counts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -73,3 +74,45 @@ def test_a_huge_tool_output_never_makes_a_call_overflow(tmp_path: Path) -> None:
     # overflowed on the way (checked in _replay).
     assert is_compaction_summary(final[1]) and not any(m is huge for m in final)
     assert strategy.compactor.failures == 0
+
+
+def _build_session() -> list[dict[str, Any]]:
+    """A request, six reads of 9,000 characters, a reply: ~19K tokens at a 40K window."""
+    out: list[dict[str, Any]] = [{"role": "user", "content": "Why does the build fail?"}]
+    for k in range(6):
+        fn = {"name": "read", "arguments": f'{{"path": "src/m{k}.py"}}'}
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"r{k}", "type": "function", "function": fn}],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": f"r{k}", "content": f"m{k} " * 3_000})
+    out.append({"role": "assistant", "content": "Found it."})
+    return out
+
+
+def test_openclaw_prunes_old_tool_results_when_the_cache_is_cold_and_resends_them_warm(
+    tmp_path: Path,
+) -> None:
+    ticks = [1_767_225_600.0]
+    setup = dataclasses.replace(strategy_setup(tmp_path, window=40_000), clock=lambda: ticks[0])
+    strategy = OpenClawStrategy(setup)
+    strategy.start_session("s1")
+    transcript = _build_session()
+    first = strategy.prepare(transcript).context
+    trimmed = [m for m in first if "[Tool result trimmed" in str(m.get("content"))]
+    assert len(trimmed) == 4 and strategy.counts["prunings"] == 1  # the last 3 turns stay
+    assert all(
+        "[Tool result trimmed" not in m["content"] for m in transcript[1:] if "tool_call_id" in m
+    )
+    ticks[0] += 60  # warm: the same pruned dicts again
+    again = strategy.prepare([*transcript, {"role": "user", "content": "Fix it."}]).context
+    assert [m for m in again if m in trimmed] == trimmed
+    assert all(any(m is t for m in again) for t in trimmed)
+    off = OpenClawStrategy(
+        dataclasses.replace(setup, work_dir=tmp_path / "off", params={"pruning": "off"})
+    )
+    off.start_session("s1")
+    assert off.prepare(transcript).context == transcript

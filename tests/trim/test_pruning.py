@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from memctx.config import ContextPruningConfig
 from memctx.messages import InfoCache, RoleKind, pairing_violations
-from memctx.trim import prune_tool_results, pruning_due, soft_trimmed_text
+from memctx.trim import PruningSession, prune_tool_results, pruning_due, soft_trimmed_text
 from tests.strategies import FORMATS, PruningCase, pruning_cases
 
 WINDOW = 10_000  # soft-trim from 3,000 estimated tokens, hard-clear from 5,000
@@ -188,3 +188,41 @@ def test_pruning_changes_only_old_tool_results_and_never_the_callers_list(fmt: s
         assert again.messages == out.messages  # idempotent: a pruned context prunes to itself
 
     check()
+
+
+def test_a_pruning_session_prunes_when_cold_and_resends_the_same_copies_while_warm() -> None:
+    session_ = PruningSession(cfg(ttl="5m", hardClear={"enabled": False}), WINDOW)
+    messages = session([12_000, 9_000, 300, 300, 300])
+    snapshot = copy.deepcopy(messages)
+    first = session_.apply(messages, 1_000.0)  # no call yet: the cache is cold
+    assert first.ran and first.soft_trimmed == 2
+    pruned_at = [
+        i for i, (a, b) in enumerate(zip(first.messages, messages, strict=True)) if a is not b
+    ]
+    assert pruned_at == [3, 5]
+    assert all(first.originals[id(first.messages[i])] is messages[i] for i in pruned_at)
+    # Warm: the agent appended a big result; the same copies go out again, the new result
+    # whole (pruning it now would rewrite the cached prefix).
+    grown = [*messages, call(9), result(9, 12_000), {"role": "assistant", "content": "ok"}]
+    warm = session_.apply(grown, 1_000.0 + 60)
+    assert not warm.ran and warm.soft_trimmed == 2
+    assert all(warm.messages[i] is first.messages[i] for i in pruned_at)
+    assert warm.messages[len(messages) + 1] is grown[len(messages) + 1]
+    # Cold again: pruning runs afresh, keeps its earlier copies and reaches the new result.
+    cold = session_.apply(grown, 1_000.0 + 60 + 300)
+    assert cold.ran and all(cold.messages[i] is first.messages[i] for i in pruned_at)
+    assert messages == snapshot  # the caller's list and dicts never change
+    # A compaction removed the pruned results: nothing stale is re-applied.
+    compacted = [messages[0], {"role": "user", "content": "Summary so far."}, *grown[-3:]]
+    after = session_.apply(compacted, 1_000.0 + 420)
+    assert after.originals == {} and all(
+        a is b for a, b in zip(after.messages, compacted, strict=True)
+    )
+
+
+def test_a_pruning_session_that_is_off_sends_the_messages_as_they_are() -> None:
+    session_ = PruningSession(ContextPruningConfig(), WINDOW)
+    messages = session([12_000, 9_000, 300, 300, 300])
+    out = session_.apply(messages, 1_000.0)
+    assert not out.ran and out.originals == {}
+    assert all(a is b for a, b in zip(out.messages, messages, strict=True))

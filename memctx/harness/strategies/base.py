@@ -410,14 +410,21 @@ def _memory_context_hook(setup: StrategySetup) -> Strategy:
     return MemoryContextStrategy(setup, agent_compaction=False)
 
 
+def _pruning_mode(text: str) -> str:
+    if text not in ("off", "cache-ttl"):
+        raise ValueError("pruning must be 'off' or 'cache-ttl'")
+    return text
+
+
 # memory-context's agent summarises the compacted part; the hook strategy only replays the
 # compactions a transcript records (their summaries were written by the recorded agent).
-for _name, _factory, _summaries in (
-    ("full", FullStrategy, False),
-    ("truncate", TruncateStrategy, False),
-    ("memory-context", _memory_context, True),
-    ("openclaw", _openclaw, True),
-    ("meerkat", _meerkat, True),
-    (HOOK_STRATEGY, _memory_context_hook, False),
-):
-    register_strategy(_name, _factory, summaries=_summaries)
+_BUILT_IN: tuple[tuple[str, StrategyFactory, bool, dict[str, ParamParser]], ...] = (
+    ("full", FullStrategy, False, {}),
+    ("truncate", TruncateStrategy, False, {}),
+    ("memory-context", _memory_context, True, {}),
+    ("openclaw", _openclaw, True, {"pruning": _pruning_mode}),
+    ("meerkat", _meerkat, True, {}),
+    (HOOK_STRATEGY, _memory_context_hook, False, {}),
+)
+for _name, _factory, _summaries, _params in _BUILT_IN:
+    register_strategy(_name, _factory, summaries=_summaries, params=_params)

@@ -11,6 +11,12 @@ memctx recall:
   (:class:`memctx.compaction.AgentCompactor`: staged summaries, fallback ladder, rolling
   previous summary, the ``compaction.mode`` safeguard sections when configured); the
   discarded messages are gone, except what the flush wrote down.
+- **Pruning** (seed 003's ``contextPruning``, ``cache-ttl`` as the seed's example sets it):
+  old tool results are soft-trimmed or cleared in the copy sent once the prompt cache has
+  gone cold, and the same pruned copies are sent while it is warm
+  (:class:`memctx.trim.PruningSession`). The harness clock advances one minute per call,
+  so with the default 5-minute TTL it runs only when a session starts; ``--set
+  contextPruning.ttl=1m`` prunes before every call (``openclaw:pruning=off`` turns it off).
 - **Recall** only through the ``memory_search`` tool over the memory files
   (:class:`memctx.store.MemoryFiles`), which the harness models as the agent calling it with
   the probe's question: OpenClaw injects nothing by itself.
@@ -32,6 +38,7 @@ import datetime as dt
 from memctx.compaction import AgentCompactor, FlushTracker, run_flush
 from memctx.llm import LLMClient
 from memctx.store import MemoryFiles
+from memctx.trim import PruningSession
 
 from .base import (
     BaseStrategy,
@@ -73,14 +80,23 @@ class OpenClawStrategy(BaseStrategy):
         )
         self._fitter = TruncateStrategy(setup)
         self.overflow = OverflowRecoverer(setup, self.config, self.client)
+        mode = setup.params.get("pruning", "cache-ttl")
+        pruning = self.config.with_overrides({"contextPruning.mode": mode}).context_pruning
+        self.pruning = PruningSession(pruning, setup.window, infos=setup.infos)
         self._flush: FlushTracker | None = None
         self._turn = 0  # model calls of the session, for the compactor's loop guard
-        self.counts = {"flushes": 0, "compaction_failures": 0, "over_window_calls": 0}
+        self.counts = {
+            "flushes": 0,
+            "compaction_failures": 0,
+            "over_window_calls": 0,
+            "prunings": 0,
+        }
 
     def start_session(self, session_id: str) -> None:
         self._turn = 0
         self.compactor.guard.reset()  # turns count from 0 again
         self._fitter.start_session(session_id)
+        self.pruning.reset()
         # One compaction cycle counter per session, kept beside the workspace.
         self._flush = FlushTracker(self.setup.work_dir / "flush" / session_id)
 
@@ -122,7 +138,10 @@ class OpenClawStrategy(BaseStrategy):
         return final
 
     def prepare(self, transcript: Messages) -> Prepared:
-        prepared, whole = send_whole(self.setup, transcript, self._fitter)
+        pruned = self.pruning.apply(transcript, self.setup.clock())
+        if pruned.ran and (pruned.soft_trimmed or pruned.cleared):
+            self.counts["prunings"] += 1
+        prepared, whole = send_whole(self.setup, pruned.messages, self._fitter)
         self.counts["over_window_calls"] += whole is None
         return with_recovery(prepared, self.overflow.call_path)
 
