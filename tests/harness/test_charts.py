@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from helpers.synthetic_run import build_run
 from memctx.harness.report.charts import pick_session, session_calls, write_charts
 
 PNG = b"\x89PNG\r\n\x1a\n"
+BASELINE = Path(__file__).resolve().parents[2] / "reports" / "baseline" / "summary.json"
 
 
 def _size(data: bytes) -> tuple[int, int]:
@@ -34,6 +36,7 @@ def test_every_chart_is_a_png_of_sensible_size(charts: list[Any]) -> None:
     assert [c.path.stem for c in charts] == [
         "recall_vs_tokens",
         "cost",
+        "frontier",
         "accuracy_by_suite",
         "hash_vs_transformer",
         "hook_latency",
@@ -75,9 +78,46 @@ def test_charts_without_data_are_left_out(tmp_path: Path) -> None:
     assert [c.path.stem for c in written] == [
         "recall_vs_tokens",
         "cost",
+        "frontier",
         "accuracy_by_suite",
         "hook_latency",
     ]
+
+
+def test_the_frontier_chart_names_what_it_leaves_out(charts: list[Any], tmp_path: Path) -> None:
+    chart = next(c for c in charts if c.path.name == "frontier.png")
+    assert chart.title == "Cost vs recall accuracy: the frontier"
+    # The synthetic full is scored on 144 of its 216 probes: not drawn, named in the caption.
+    assert chart.caption.endswith(
+        "Not drawn, not comparable: full (accuracy over 144 of 216 probes only)."
+    )
+    run = build_run()
+    for record in run.summary["records"]:
+        record["fit"] = record["probes"]
+    drawn = write_charts(run.summary, [], tmp_path)
+    again = next(c for c in drawn if c.path.name == "frontier.png")
+    assert "Not drawn" not in again.caption
+    assert again.path.read_bytes() != chart.path.read_bytes()  # full is drawn now
+
+
+def test_no_frontier_chart_when_nothing_is_comparable(tmp_path: Path) -> None:
+    run = build_run()
+    records = [r for r in run.summary["records"] if r["strategy"] == "full"]
+    (tmp_path / "frontier.png").write_bytes(b"stale")
+    written = write_charts(dict(run.summary, records=records), [], tmp_path)
+    assert "frontier" not in [c.path.stem for c in written]
+    assert not (tmp_path / "frontier.png").exists()
+
+
+def test_the_frontier_chart_of_the_baseline_is_a_png(tmp_path: Path) -> None:
+    summary = json.loads(BASELINE.read_text(encoding="utf-8"))
+    written = write_charts(summary, [], tmp_path)
+    chart = next(c for c in written if c.path.name == "frontier.png")
+    width, height = _size(chart.path.read_bytes())
+    assert 600 <= width <= 2000 and 300 <= height <= 1000
+    assert chart.caption.endswith(
+        "Not drawn, not comparable: full (accuracy over 11 of 380 probes only)."
+    )
 
 
 def test_importing_the_harness_modules_does_not_import_matplotlib() -> None:

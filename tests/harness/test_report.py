@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,9 @@ def reported(tmp_path_factory: pytest.TempPathFactory) -> tuple[SyntheticRun, Pa
     return run, run_dir, write_report(run_dir)
 
 
+BASELINE = Path(__file__).resolve().parents[2] / "reports" / "baseline" / "summary.json"
+
+
 def _pct(value: float) -> str:
     return f"{100 * value:.1f} %"
 
@@ -40,6 +44,7 @@ def test_write_report_writes_markdown_html_and_charts(
     assert [p.name for p in written[2:]] == [
         "recall_vs_tokens.png",
         "cost.png",
+        "frontier.png",
         "accuracy_by_suite.png",
         "hash_vs_transformer.png",
         "hook_latency.png",
@@ -329,3 +334,57 @@ def test_a_fourth_strategy_in_the_tables_checks_and_terminal(tmp_path: Path) -> 
         "full", "truncate", "memory-context", "memory-context", "observation-masking",
     ]  # fmt: skip
     assert "FAIL" not in text
+
+
+def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> None:
+    run_dir = tmp_path / "baseline"
+    run_dir.mkdir()
+    shutil.copyfile(BASELINE, run_dir / "summary.json")
+    for name in ("results.jsonl", "trace.jsonl"):  # the frontier needs the summary only
+        (run_dir / name).write_text("", encoding="utf-8")
+    written = write_report(run_dir)
+    png = run_dir / "charts" / "frontier.png"
+    assert png in written and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Cost vs accuracy frontier\n", 1)[1].split("\n## ", 1)[0]
+    assert "![Cost vs recall accuracy: the frontier](charts/frontier.png)" in section
+    assert "charts/frontier.png" not in md.split("## Charts", 1)[1]  # shown once, here
+    for row in (
+        "| meerkat × hash | $0.01537 | $68.0781 | 27.1 % (22.9–31.3) | on the frontier |",
+        "| openclaw × transformer | $0.02242 | $99.2848 | 26.6 % (22.1–31.1) | dominated by "
+        "meerkat × hash |",
+        "| memory-context × hash | $0.02731 | $120.9339 | 72.6 % (67.9–77.1) | dominated by "
+        "memory-context × transformer |",
+        "| full | $0.07523 | $333.1273 | 81.8 % (54.5–100.0) | not comparable: accuracy over "
+        "11 of 380 probes only |",
+        "| truncate | $0.09253 | $409.7301 | 25.0 % (20.5–29.7) | dominated by meerkat × hash |",
+    ):
+        assert row in section, row
+    reading = (
+        "Not dominated: meerkat × hash, meerkat × transformer, observation-masking, "
+        "memory-context × transformer."
+    )
+    assert section.rstrip().endswith(reading)
+    order = ["## Checks", "## Cost vs accuracy frontier", "## Charts", "## Provenance"]
+    assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    part = page.split("<h2>Cost vs accuracy frontier</h2>", 1)[1].split("<h2>", 1)[0]
+    assert 'alt="Cost vs recall accuracy: the frontier"' in part
+    assert "<td>dominated by meerkat × hash</td>" in part and f"<p>{reading}</p>" in part
+
+
+def test_the_frontier_section_without_a_comparable_configuration(tmp_path: Path) -> None:
+    run = build_run()
+    run.summary["records"] = [r for r in run.summary["records"] if r["strategy"] == "full"]
+    run_dir = write_run(tmp_path / "run", run)
+    written = write_report(run_dir)
+    assert "frontier.png" not in [p.name for p in written]
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Cost vs accuracy frontier\n", 1)[1].split("\n## ", 1)[0]
+    assert "![" not in section
+    assert "| full | $0.02700 |" in section and "accuracy over 144 of 216 probes only" in section
+    assert section.rstrip().endswith(
+        "No configuration can be compared on cost and accuracy in this run."
+    )
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert page.count("<figure>") == len(written) - 2

@@ -1,11 +1,12 @@
 """The report of one evaluation run: ``report.md``, a self-contained ``report.html``, PNG
 charts (matplotlib, imported only when charts are drawn), the terminal table and the
-plain-language checks.
+plain-language checks, and the cost-versus-accuracy frontier.
 """
 
 from __future__ import annotations
 
 from .checks import Check, run_checks
+from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
 from .report import (
     RUN_FILES,
     RunDirError,
@@ -22,8 +23,12 @@ from .report import (
 __all__ = [
     "RUN_FILES",
     "Check",
+    "FrontierPoint",
     "RunDirError",
     "format_terminal_table",
+    "frontier",
+    "frontier_reading",
+    "frontier_table",
     "headline_table",
     "load_probes",
     "load_summary",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks import ALL, pair_label, pairs, suites
+from .frontier import FRONTIER_CHART, frontier, place_labels, point_ends, step_corners
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,10 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["LONG_SUITE", "Chart", "pick_session", "session_calls", "write_charts"]
 
 DPI = 110
+_LABEL_PT = 8  # the frontier chart's point labels
 LONG_SUITE = "long-haul"
 _NAMES = (
     "recall_vs_tokens.png",
     "cost.png",
+    FRONTIER_CHART,
     "accuracy_by_suite.png",
     "hash_vs_transformer.png",
     "hook_latency.png",
@@ -157,6 +160,95 @@ def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -
         "Input tokens priced at the answering model's rates: the prefix cached by the "
         "previous call as cache reads, the rest as cache writes (where the provider bills "
         "them), plus summary and extraction calls.",
+    )
+
+
+def _frontier(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart | None:
+    from matplotlib.lines import Line2D
+
+    points = frontier(summary.get("records", []))
+    drawn = [p for p in points if p.excluded is None]
+    if not drawn:
+        return None
+    fig = _figure(9.5, 5.2)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="both")
+    markers = {"-": "o", "hash": "s", "transformer": "^"}
+    for p in drawn:
+        assert p.cost_per_call is not None and p.recall_accuracy is not None
+        x, y = p.cost_per_call, 100 * p.recall_accuracy
+        low, high = p.recall_accuracy_ci or (p.recall_accuracy, p.recall_accuracy)
+        colour = colours.get((p.strategy, p.embedding), "tab:gray")
+        ax.errorbar(
+            x,
+            y,
+            yerr=[[max(0.0, y - 100 * low)], [max(0.0, 100 * high - y)]],
+            fmt=markers.get(p.embedding, "D"),
+            ms=9,
+            mew=1.8,
+            capsize=4,
+            elinewidth=1.2,
+            color=colour,
+            mfc=colour if p.on_frontier else "white",
+            zorder=3,
+        )
+    corners = step_corners([point_ends(p)["point"] for p in drawn if p.on_frontier])
+    ax.plot(
+        [x for x, _ in corners],
+        [y for _, y in corners],
+        color="black",
+        lw=1.2,
+        alpha=0.6,
+        zorder=2,
+    )
+    ax.set_xlim(0, max(p.cost_per_call or 0.0 for p in drawn) * 1.25)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("Cost per model call (USD): answering model + LLM work")
+    ax.set_ylabel("Recall accuracy (%), bars: 95 % CI")
+    ax.set_title("Cost vs recall accuracy: the frontier")
+    key = ax.legend(
+        handles=[
+            Line2D([], [], marker="o", ls="", color="gray", ms=8, label="on the frontier"),
+            Line2D([], [], marker="o", ls="", color="gray", mfc="white", ms=8, label="dominated"),
+            Line2D([], [], color="black", alpha=0.6, label="frontier (step)"),
+        ],
+        loc="lower right",
+        fontsize=8,
+    )
+    fig.draw_without_rendering()  # lay the figure out: display coordinates are final
+
+    def display(xy: tuple[float, float]) -> tuple[float, float]:
+        x, y = ax.transData.transform(xy)
+        return float(x), float(y)
+
+    frame, legend = ax.get_window_extent(), key.get_window_extent()
+    spots = place_labels(
+        drawn,
+        display,
+        (frame.x0, frame.y0, frame.x1, frame.y1),
+        (legend.x0, legend.y0, legend.x1, legend.y1),
+        fig.dpi / 72,
+        _LABEL_PT,
+    )
+    for p in drawn:
+        anchor, dx, dy, ha, va = spots[(p.strategy, p.embedding)]
+        ax.annotate(
+            p.label,
+            point_ends(p)[anchor],
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha=ha,
+            va=va,
+            fontsize=_LABEL_PT,
+            color=colours.get((p.strategy, p.embedding), "tab:gray"),
+        )
+    left_out = [f"{p.label} ({p.excluded})" for p in points if p.excluded is not None]
+    return Chart(
+        _save(fig, path),
+        "Cost vs recall accuracy: the frontier",
+        "Up and to the left is better. Filled: on the frontier (not dominated), joined by "
+        "the step line; hollow: dominated. Dominance compares the point estimates, not the "
+        "intervals." + (f" Not drawn, not comparable: {'; '.join(left_out)}." if left_out else ""),
     )
 
 
@@ -421,6 +513,7 @@ def write_charts(
         charts = [
             _recall_vs_tokens(summary, colours, out_dir / "recall_vs_tokens.png"),
             _cost(summary, colours, out_dir / "cost.png"),
+            _frontier(summary, colours, out_dir / FRONTIER_CHART),
             _by_suite(summary, colours, out_dir / "accuracy_by_suite.png"),
             _hash_vs_transformer(summary, colours, out_dir / "hash_vs_transformer.png"),
             _latency(summary, colours, out_dir / "hook_latency.png"),

@@ -23,6 +23,7 @@ from memctx.transcripts import InputFileError, InputLine, check_input_file, open
 
 from ..schema import RECORD_METRICS
 from .checks import ALL, Check, pair_label, pairs, run_checks, suites
+from .frontier import FRONTIER_CHART, FRONTIER_NOTE, frontier, frontier_reading, frontier_table
 from .notes import summary_model_note
 
 __all__ = [
@@ -431,9 +432,21 @@ def format_terminal_table(
     return f"{_text_table(Table(header, rows))}\n\n{checks}"
 
 
+def _frontier_section(
+    summary: Mapping[str, Any], charts: Sequence[Any]
+) -> tuple[Table, str, Any, list[Any]]:
+    """The frontier's table and reading, its chart (or None) and the other charts."""
+    points = frontier(_all_records(summary))
+    chart = next((c for c in charts if c.path.name == FRONTIER_CHART), None)
+    others = [c for c in charts if c is not chart]
+    return Table(*frontier_table(points)), frontier_reading(points), chart, others
+
+
 def _md(
     summary: Mapping[str, Any], checks: Sequence[Check], charts: Sequence[Any], note: str
 ) -> str:
+    table, reading, chart, charts = _frontier_section(summary, charts)
+    figure = f"![{chart.title}]({CHARTS_DIR}/{chart.path.name})\n\n{chart.caption}" if chart else ""
     parts = [
         "# memctx evaluation report",
         "All suites, one row per strategy × embedding. Recall accuracy counts probes whose "
@@ -444,6 +457,11 @@ def _md(
         _md_table(suite_table(summary)),
         "## Checks",
         "\n".join(f"- **{c.verdict}**: {c.text}" for c in checks),
+        "## Cost vs accuracy frontier",
+        FRONTIER_NOTE,
+        *([figure] if figure else []),
+        _md_table(table),
+        reading,
         "## Charts",
         "\n\n".join(
             f"### {c.title}\n\n![{c.title}]({CHARTS_DIR}/{c.path.name})\n\n{c.caption}"
@@ -469,12 +487,15 @@ def _html(
     summary: Mapping[str, Any], checks: Sequence[Check], charts: Sequence[Any], note: str
 ) -> str:
     esc = html.escape
+    table, reading, frontier_chart, charts = _frontier_section(summary, charts)
     figures = []
-    for chart in charts:
-        data = base64.b64encode(chart.path.read_bytes()).decode("ascii")
+    for chart in [frontier_chart, *charts]:
+        data = base64.b64encode(chart.path.read_bytes()).decode("ascii") if chart else ""
         figures.append(
             f'<figure><img src="data:image/png;base64,{data}" alt="{esc(chart.title)}">'
             f"<figcaption>{esc(chart.caption)}</figcaption></figure>"
+            if chart
+            else ""  # no frontier chart: the section keeps its table
         )
     check_items = "".join(
         f'<li><span class="{c.verdict.replace("/", "").lower()}">{c.verdict}</span>: '
@@ -493,7 +514,9 @@ def _html(
         f"</p>{_html_table(headline_table(summary))}{model_note}"
         f"<h2>Recall accuracy by suite</h2>{_html_table(suite_table(summary))}"
         f"<h2>Checks</h2><ul>{check_items}</ul>"
-        f"<h2>Charts</h2>{''.join(figures) or f'<p>{esc(note)}</p>'}"
+        f"<h2>Cost vs accuracy frontier</h2><p>{esc(FRONTIER_NOTE)}</p>{figures[0]}"
+        f"{_html_table(table)}<p>{esc(reading)}</p>"
+        f"<h2>Charts</h2>{''.join(figures[1:]) or f'<p>{esc(note)}</p>'}"
         f"<h2>Provenance</h2><ul>{provenance}</ul>{_html_table(_scenario_table(summary))}"
         "</body></html>\n"
     )
