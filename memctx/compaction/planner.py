@@ -15,10 +15,23 @@ token budget allows, deterministically:
    budget, or the budget is not positive (a window smaller than its reserves), exactly the
    mandatory tail is kept: the call must still carry the request (the seed's invalid-budget
    fallback keeps at least the last message).
-4. **Backfill**: older messages, newest first, until the next one would not fit; a tool
-   call and its results are added or left together (:func:`.chunking.tool_units`), so no
-   pair is ever split, and the kept history is one contiguous stretch, trimmed from the
-   oldest end.
+4. **Backfill**: older messages, newest first, while they fit; a tool call and its results
+   are added or left together (:func:`.chunking.tool_units`), so no pair is ever split, and
+   the kept history is one contiguous stretch, trimmed from the oldest end.
+
+Two additions of memctx's, each a setting:
+
+- **A cut that stays** (``planner.cutToRatio``, 0.8). Cutting exactly to the budget on every
+  call moves the start of the history with every call once the budget is reached, and the
+  provider's prompt cache, which keys on the prefix, then misses every time. So a cut goes
+  down to ``cutToRatio`` of the budget, and the caller passes its start back
+  (``anchor``): while the history from there fits, the cut stays and the next calls only
+  append. 1.0 is the seed's behaviour.
+- **A turn longer than the budget** (``planner.splitLongTurn``, on). An agent's turn can run
+  to hundreds of tool calls; its mandatory tail then exceeds the window itself and the
+  provider refuses the call. Then the request is kept with the newest tool exchanges that
+  fit (at least the last one), the older exchanges of the turn left out. Off is the
+  seed's behaviour: the whole turn.
 
 The caller's list and dicts are never changed: the plan holds the caller's own dicts.
 """
@@ -79,8 +92,11 @@ class ContextPlan:
         history_tokens: Tokens of the whole history before planning.
         kept_tokens: Tokens of the kept history.
         dropped: Oldest history messages left out.
-        mandatory_only: Exactly the mandatory tail was kept, because it alone exceeds the
-            budget or the budget is invalid.
+        mandatory_only: Only the mandatory tail was kept, because it alone exceeds the
+            budget or the budget is invalid (with ``splitLongTurn``, cut to the request and
+            the newest tool exchanges that fit).
+        start: Index in the planned ``messages``' source where the kept history starts
+            (pass it back as ``anchor`` next call).
     """
 
     messages: list[Any]
@@ -89,6 +105,7 @@ class ContextPlan:
     kept_tokens: int
     dropped: int
     mandatory_only: bool = False
+    start: int = 0
 
     @property
     def trimmed(self) -> bool:
@@ -133,19 +150,24 @@ def plan_context(
     count: Callable[[Any], int] = estimate_message_tokens,
     infos: InfoCache | None = None,
     extra_tokens: int = 0,
+    anchor: int | None = None,
 ) -> ContextPlan:
     """Plan one call's context from ``messages`` (module docstring).
 
     Args:
         messages: The transcript to send, in any supported format; not modified.
         window: The model's context window in tokens.
-        config: ``planner``: reserve, dynamic reserve, safety ratio.
+        config: ``planner``: reserve, dynamic reserve, safety ratio, cut ratio, long turns.
         count: Tokens of one message (the caller's counter; memctx's estimate by default).
         infos: Anatomy cache to share with the caller.
         extra_tokens: Tokens the caller injects into this call besides the messages.
+        anchor: Index in ``messages`` where the previous plan's history started
+            (:attr:`ContextPlan.start`), when ``messages`` extends that call's: the cut
+            stays there while the history from it fits.
 
     Returns:
-        The plan: its messages fit the budget, or are exactly the mandatory tail.
+        The plan: its history fits the budget, or is exactly the mandatory tail (with
+        ``splitLongTurn``: the latest request and its last tool exchange).
 
     Raises:
         ValueError: ``window`` is not a positive int.
@@ -157,21 +179,59 @@ def plan_context(
     sizes = [count(m) for m in history]
     total = sum(sizes)
     budget = history_budget(window, config, sum(map(count, static)), extra_tokens)
+
+    def plan(kept: list[int], mandatory_only: bool = False) -> ContextPlan:
+        chosen = [history[i] for i in kept]
+        used = sum(sizes[i] for i in kept)
+        first = kept[0] if kept else len(history)
+        return ContextPlan(
+            [*static, *chosen],
+            budget,
+            total,
+            used,
+            len(history) - len(kept),
+            mandatory_only,
+            head + first,
+        )
+
     if total <= budget.tokens or not history:
-        return ContextPlan([*static, *history], budget, total, total, 0)
+        return plan(list(range(len(history))))
     units = tool_units(history, infos)
     first = _mandatory_unit(history, units, infos)
-    start = units[first].start
-    used = sum(sizes[start:])
-    if used > budget.tokens:  # also every invalid budget: only the tail can go
-        return ContextPlan([*static, *history[start:]], budget, total, used, start, True)
+    tail = units[first].start
+    if anchor is not None and head <= anchor <= head + tail:
+        at = anchor - head
+        if sum(sizes[at:]) <= budget.tokens and any(u.start == at for u in units):
+            return plan(list(range(at, len(history))))  # the previous cut still fits
+    used = sum(sizes[tail:])
+    if used > budget.tokens:  # also every invalid budget
+        if config.split_long_turn:
+            return plan(_split_turn(units, first, sizes, budget.tokens), True)
+        return plan(list(range(tail, len(history))), True)
+    target = min(budget.tokens, max(used, math.floor(budget.tokens * config.cut_to_ratio)))
+    start = tail
     for unit in reversed(units[:first]):
         size = sum(sizes[unit.start : unit.stop])
-        if used + size > budget.tokens:
+        if used + size > target:
             break
         used += size
         start = unit.start
-    return ContextPlan([*static, *history[start:]], budget, total, used, start)
+    return plan(list(range(start, len(history))))
+
+
+def _split_turn(units: Sequence[range], first: int, sizes: Sequence[int], budget: int) -> list[int]:
+    """The latest turn cut to ``budget``: its request unit, then its newest units that fit,
+    at least the last one."""
+    kept = list(units[first])
+    used = sum(sizes[i] for i in kept)
+    newest: list[int] = []
+    for k in range(len(units) - 1, first, -1):
+        size = sum(sizes[i] for i in units[k])
+        if newest and used + size > budget:
+            break
+        used += size
+        newest[:0] = units[k]
+    return kept + newest
 
 
 def _mandatory_unit(history: Sequence[Any], units: Sequence[range], infos: InfoCache) -> int:

@@ -341,6 +341,16 @@ class PlannerConfig(_Model):
     safety_ratio: Ratio = 0.9
     """History budget = (window - reserve - static prompt tokens - dynamic reserve) x this:
     the margin for the token estimate's error."""
+    cut_to_ratio: Ratio = 0.8
+    """When history exceeds the budget, the oldest messages are dropped until it fills this
+    share of the budget, and later calls keep that cut while history fits: the prompt prefix
+    stays the same, so it stays cached. 1.0 cuts to the budget on every call (the seed's
+    planner: once full, the prefix changes with every call and is written to the cache
+    again each time)."""
+    split_long_turn: bool = True
+    """When the latest turn alone (the request and everything after it) exceeds the budget,
+    send its request with the newest tool exchanges that fit instead of the whole turn, so
+    the call stays within the window. ``false`` is the seed's planner: the whole turn."""
     summary_pressure_ratio: Ratio = 0.72
     """Inject the session summary when used / budget reaches this (or history was trimmed)."""
     summary_max_chars: PositiveInt = 4000

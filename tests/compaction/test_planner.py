@@ -21,7 +21,8 @@ from memctx.messages import (
 )
 from tests.strategies import FORMATS, valid_conversations
 
-CONFIG = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0)
+CONFIG = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0, cutToRatio=1.0)
+SEED = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0, cutToRatio=1.0, splitLongTurn=False)
 
 
 def text(role: str, chars: int, tag: str = "") -> dict[str, Any]:
@@ -91,23 +92,57 @@ def test_a_mandatory_tail_over_budget_is_sent_alone_and_an_invalid_budget_keeps_
     ]
     plan = plan_context(messages, 8_000, CONFIG)
     assert plan.mandatory_only and plan.messages == [messages[0], *messages[3:]]
-    tiny = plan_context(messages, 100, PlannerConfig(reserveTokens=0, dynamicReserveTokens=200))
+    tiny = plan_context(
+        messages, 100, PlannerConfig(reserveTokens=0, dynamicReserveTokens=200, splitLongTurn=False)
+    )
     assert not tiny.budget.valid and tiny.mandatory_only
     assert tiny.messages == [messages[0], *messages[3:]]
 
 
 def test_without_a_user_request_the_last_message_stays_with_its_call() -> None:
     messages = [text("system", 300), *call(0, 9_000), *call(1, 9_000)]
-    plan = plan_context(messages, 2_000, CONFIG)
+    plan = plan_context(messages, 2_000, SEED)
     assert plan.mandatory_only and plan.messages == [messages[0], *messages[3:]]
+
+
+def test_a_turn_longer_than_the_budget_keeps_its_request_and_newest_exchanges() -> None:
+    request = text("user", 300, "fix every failing test")
+    messages = [text("system", 300), text("user", 900, "old"), request]
+    for k in range(6):
+        messages += call(k, 1_500)  # ~520 tokens per exchange
+    plan = plan_context(messages, 3_000, CONFIG)  # 2,250 tokens of history
+    kept = plan.messages[1:]
+    assert plan.mandatory_only and kept[0] is request
+    assert kept[1:] == messages[-6:]  # the three newest exchanges, whole
+    assert plan.kept_tokens <= plan.budget.tokens and pairing_violations(kept) == []
+    whole = plan_context(messages, 3_000, SEED)  # the seed's planner: the whole turn
+    assert whole.messages[1:] == messages[2:] and whole.kept_tokens > whole.budget.tokens
+
+
+def test_a_cut_goes_below_the_budget_and_stays_while_the_history_fits() -> None:
+    config = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0, cutToRatio=0.6)
+    messages = [text("system", 300)]
+    for k in range(12):
+        messages += [text("user", 600, f"request {k}"), text("assistant", 600, f"reply {k}")]
+    first = plan_context(messages, 4_000, config)  # 3,000 tokens of history
+    assert first.trimmed and first.kept_tokens <= 0.6 * first.budget.tokens
+    grown = [*messages, text("user", 600, "request 12"), text("assistant", 600, "reply 12")]
+    again = plan_context(grown, 4_000, config, anchor=first.start)
+    assert again.start == first.start  # the same prefix: the provider's cache still holds it
+    assert again.messages[: len(first.messages)] == first.messages
+    fresh = plan_context(grown, 4_000, config)  # without the anchor the cut moves
+    assert fresh.start > first.start
+    seed = plan_context(grown, 4_000, CONFIG, anchor=first.start)  # 1.0 cuts to the budget
+    assert seed.kept_tokens > 0.6 * seed.budget.tokens
 
 
 _settings = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_plan_never_splits_a_pair_never_touches_the_caller_and_fits_or_is_the_tail(
-    fmt: str,
+    fmt: str, split: bool
 ) -> None:
     @_settings
     @given(
@@ -115,9 +150,12 @@ def test_the_plan_never_splits_a_pair_never_touches_the_caller_and_fits_or_is_th
         st.integers(1, 3_000),
         st.integers(0, 2_000),
         st.sampled_from([0.5, 0.9, 1.0]),
+        st.sampled_from([0.5, 0.8, 1.0]),
     )
-    def check(messages: list[Any], window: int, reserve: int, ratio: float) -> None:
-        config = PlannerConfig(reserveTokens=reserve, safetyRatio=ratio)
+    def check(messages: list[Any], window: int, reserve: int, ratio: float, cut: float) -> None:
+        config = PlannerConfig(
+            reserveTokens=reserve, safetyRatio=ratio, cutToRatio=cut, splitLongTurn=split
+        )
         snapshot = copy.deepcopy(messages)
         plan = plan_context(messages, window, config)
         assert messages == snapshot
@@ -126,19 +164,24 @@ def test_the_plan_never_splits_a_pair_never_touches_the_caller_and_fits_or_is_th
         history = messages[head:]
         kept = plan.messages[head:]
         assert plan.messages[:head] == messages[:head]
-        assert kept == history[len(history) - len(kept) :]  # a contiguous newest stretch
         assert pairing_violations(plan.messages) == []
         kept_tokens = sum(map(estimate_message_tokens, kept))
         assert kept_tokens == plan.kept_tokens
-        if kept_tokens > plan.budget.tokens:
-            # Exactly the mandatory tail: it starts in the unit of the latest request (or
-            # the last unit), at that unit's first message.
-            assert plan.mandatory_only and kept
-            starts = [i for i, m in enumerate(history) if is_turn_start(m, infos)]
-            anchor = starts[-1] if starts else len(history) - 1
-            unit = next(u for u in tool_units(history, infos) if anchor in u)
-            assert len(history) - len(kept) == unit.start
-        else:
-            assert not plan.mandatory_only
+        starts = [i for i, m in enumerate(history) if is_turn_start(m, infos)]
+        anchor = starts[-1] if starts else len(history) - 1
+        units = tool_units(history, infos)
+        unit = next((u for u in units if anchor in u), None)
+        if kept_tokens <= plan.budget.tokens:
+            if not plan.mandatory_only:  # a contiguous newest stretch
+                assert kept == history[len(history) - len(kept) :]
+            return
+        # Over budget: exactly the mandatory tail.
+        assert plan.mandatory_only and kept and unit is not None
+        if not split:  # the seed's: from the latest request's unit to the end
+            assert kept == history[unit.start :]
+        else:  # the request's unit and the last exchange, nothing else
+            last = units[-1]
+            expected = [*unit, *(last if last != unit else [])]
+            assert kept == [history[i] for i in expected]
 
     check()

@@ -406,7 +406,8 @@ def test_unknown_fields_name_the_dotted_path_and_the_nearest_name(
 
 def test_unknown_field_without_a_close_match_lists_the_allowed_names() -> None:
     message = config_error({"planner": {"zzz": 1}})
-    assert "planner.zzz: unknown field; allowed: reserveTokens, dynamicReserveTokens, safetyRatio" in message
+    allowed = "reserveTokens, dynamicReserveTokens, safetyRatio, cutToRatio, splitLongTurn"
+    assert f"planner.zzz: unknown field; allowed: {allowed}" in message
 
 
 def test_the_same_field_in_both_spellings_is_rejected() -> None:
