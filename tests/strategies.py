@@ -1210,3 +1210,49 @@ def guard_timelines(draw: st.DrawFn) -> GuardTimeline:
         threshold=threshold,
         steps=draw(st.lists(step, min_size=1, max_size=80)),
     )
+
+
+# --- session summary sidecar (seed 004) ------------------------------------------------------
+
+# ``sidecar_cases(fmt)`` draws a session as the summary sidecar sees it across turns: a valid
+# conversation in ``fmt`` (maybe with a compaction summary and recalled blocks, as in
+# ``compaction_conversations``), the sidecar's settings, and a run of events the test applies
+# to the transcript before each update: ``grow`` (the next n messages arrive), ``inject`` (the
+# materialised summary goes into the system context and that prompt is what gets stored),
+# ``echo`` (the materialised summary comes back as a user message, the seed's loop),
+# ``compact`` (the history becomes a compaction summary and its last n messages) and
+# ``restart`` (the sidecar is opened again from its file).
+
+SIDECAR_EVENTS = ("grow", "grow", "grow", "inject", "echo", "compact", "restart")
+
+
+@dataclass
+class SidecarCase:
+    """A session, the sidecar's settings and the events of its turns (see the section note)."""
+
+    fmt: str
+    messages: list[Any]
+    max_items: int
+    item_chars: int
+    max_chars: int
+    events: list[tuple[str, int]]
+
+
+@st.composite
+def sidecar_cases(draw: st.DrawFn, fmt: str) -> SidecarCase:
+    """A :class:`SidecarCase` in ``fmt``."""
+    has_system, conv = draw(abstract_conversations())
+    event = st.tuples(st.sampled_from(SIDECAR_EVENTS), st.integers(0, 8))
+    return SidecarCase(
+        fmt=fmt,
+        messages=_with_markers(draw, fmt, has_system, conv),
+        max_items=draw(st.sampled_from([1, 3, 60]) | st.integers(1, 20)),
+        item_chars=draw(st.sampled_from([10, 60, 240]) | st.integers(1, 300)),
+        max_chars=draw(st.sampled_from([0, 80, 400, 4_000]) | st.integers(0, 2_000)),
+        events=draw(st.lists(event, min_size=3, max_size=14)),
+    )
+
+
+def user_message(fmt: str, text: str) -> dict[str, Any]:
+    """A plain user message holding ``text`` in ``fmt`` (the shape :func:`render` gives it)."""
+    return _user_text(fmt, text)

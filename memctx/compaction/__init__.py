@@ -15,7 +15,9 @@
   safeguard and cache-TTL triggers (:mod:`.triggers`), transcript trim with a backup
   (:mod:`.transcript_trim`).
 
-Tool-output pruning, the planner and the summary sidecar arrive with the next issue.
+Tool-output pruning and the planner arrive with the next issue. The summary sidecar
+(:mod:`.sidecar`) is here: the rolling session summary kept beside the transcript
+(:class:`SessionSummary`) and its injection into the system context under pressure.
 
 May import: the foundations, the mechanisms and the other policies (:mod:`memctx.trim`,
 :mod:`memctx.recall`, :mod:`memctx.extraction`, :mod:`memctx.offline`).
@@ -122,6 +124,16 @@ from .safeguard import (
     format_tool_failures,
     parse_file_operations,
 )
+from .sidecar import (
+    SIDECAR_SUFFIX,
+    SUMMARY_FORMAT,
+    SUMMARY_MARKER,
+    SessionSummary,
+    SummaryItem,
+    inject_summary,
+    sidecar_path,
+    summary_injection_due,
+)
 from .summarize import (
     DEFAULT_SUMMARY_FALLBACK,
     MIN_MESSAGES_FOR_SPLIT,
@@ -200,10 +212,13 @@ __all__ = [
     "PREVIOUS_SUMMARY_NOTE",
     "PROMPTS",
     "SAFETY_MARGIN",
+    "SIDECAR_SUFFIX",
     "SPLIT_TURN_HEADER",
     "STRUCTURED_PROMPT",
     "SUMMARIZER_SYSTEM_PROMPT",
     "SUMMARY_ESTIMATE_SLACK",
+    "SUMMARY_FORMAT",
+    "SUMMARY_MARKER",
     "SUMMARY_TASK",
     "TAIL_SHARE",
     "TOOL_FAILURES_HEADER",
@@ -234,8 +249,10 @@ __all__ = [
     "OverflowRecovery",
     "PrunedHistory",
     "SafeguardTrigger",
+    "SessionSummary",
     "StagedSummary",
     "Summarizer",
+    "SummaryItem",
     "SummaryPrompt",
     "SummaryUsage",
     "ToolFailure",
@@ -266,6 +283,7 @@ __all__ = [
     "format_file_operations",
     "format_split_turn",
     "format_tool_failures",
+    "inject_summary",
     "is_context_overflow_error",
     "is_context_overflow_message",
     "is_oversized_for_summary",
@@ -286,7 +304,9 @@ __all__ = [
     "render_messages",
     "run_flush",
     "should_flush",
+    "sidecar_path",
     "split_messages_by_token_share",
+    "summary_injection_due",
     "summary_message",
     "summary_request",
     "summary_token_limit",
