@@ -1256,3 +1256,54 @@ def sidecar_cases(draw: st.DrawFn, fmt: str) -> SidecarCase:
 def user_message(fmt: str, text: str) -> dict[str, Any]:
     """A plain user message holding ``text`` in ``fmt`` (the shape :func:`render` gives it)."""
     return _user_text(fmt, text)
+
+
+# --- tool payload refs (seed 004) --------------------------------------------------------------
+
+# ``payload_texts`` draws a tool output: any unicode but lone surrogates (CJK, emoji, controls,
+# NUL, combining marks), short, or a drawn piece repeated up to 150,000 characters.
+# ``payload_conversations(fmt)`` draws a valid conversation in ``fmt`` whose tool results are
+# often payload texts; with ``damaged`` it is then damaged as ``damaged_conversations`` does,
+# and with ``details`` a Pi result may carry ``details`` (``status``, ``exitCode`` and a
+# payload-text ``stdout``). ``secret_payloads()`` draws a long tool output holding one
+# planted secret of any class (``secrets_by_class``) and the secret case.
+
+_payload_chars = st.characters(exclude_categories=("Cs",))
+payload_texts = st.one_of(
+    st.text(_payload_chars, max_size=800),
+    st.tuples(st.text(_payload_chars, min_size=1, max_size=40), st.integers(1, 4_000)).map(
+        lambda piece: (piece[0] * piece[1])[:150_000]
+    ),
+)
+
+
+@st.composite
+def payload_conversations(
+    draw: st.DrawFn, fmt: str, *, damaged: bool = False, details: bool = False
+) -> list[Any]:
+    """A conversation in ``fmt`` with large tool outputs (see the section note)."""
+    has_system, conv = draw(abstract_conversations())
+    for turn in conv:
+        for call in turn.calls:
+            if draw(st.booleans()):
+                call.result = draw(payload_texts)
+    messages = render(fmt, has_system, conv, gemini_ids=draw(st.booleans()))
+    for message in messages:
+        if details and message.get("role") == "toolResult" and draw(st.booleans()):
+            stdout = draw(payload_texts)
+            message["details"] = {"status": "completed", "exitCode": 0, "stdout": stdout}
+    if damaged:
+        for _ in range(draw(st.integers(1, 6))):
+            op = draw(st.sampled_from(DAMAGE_OPS))
+            damage(fmt, messages, op, lambda n: draw(st.integers(0, n - 1)))
+    return _numbered(messages)
+
+
+@st.composite
+def secret_payloads(draw: st.DrawFn) -> tuple[str, SecretCase]:
+    """A tool output of at least 1,000 characters with one secret line planted in it."""
+    case = draw(secrets_by_class())
+    filler = "".join(f"{draw(short_text)} line {k}\n" for k in range(draw(st.integers(1, 40))))
+    before, after = (500 + draw(st.integers(0, 3_000)) for _ in range(2))
+    head, tail = (filler * (n // len(filler) + 1) for n in (before, after))
+    return f"{head}{case.text}\n{tail}", case
