@@ -16,6 +16,7 @@ or none; a reader checks the digest, so a damaged file is an error, never a chan
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -89,7 +90,8 @@ def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: st
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # no folder to clean, e.g. the store is a file
+            tmp.unlink(missing_ok=True)
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}; free disk space or make the store "
             "directory writable"
@@ -106,7 +108,8 @@ def read_output_ref(store_dir: str | Path, ref: str) -> str:
     """
     path = _path_of(Path(store_dir), ref)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        # No symlinks: a link planted under a valid name must not read another file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from exc
     with os.fdopen(fd, "rb") as fh:

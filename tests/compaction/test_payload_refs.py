@@ -27,7 +27,7 @@ from memctx.compaction import (
 from memctx.config import PlannerConfig
 from memctx.errors import StoreError
 from memctx.messages import BlockKind, InfoCache, pairing_violations, tool_result_text
-from memctx.store import OUTPUT_DIR, read_output_ref
+from memctx.store import OUTPUT_DIR, read_output_ref, write_output_ref
 from memctx.text import Redactor, redact
 from tests.strategies import (
     FORMATS,
@@ -446,7 +446,8 @@ def test_a_write_failure_keeps_the_message_whole_and_says_so(tmp_path: Path) -> 
     assert out.messages == messages and out.messages[2] is messages[2]
     assert out.refs == () and out.chars_saved == 0
     (failure,) = out.failed
-    assert failure.startswith("exec_7: ") and "Not a directory" in failure
+    assert failure.startswith("exec_7: ") and "cannot write" in failure
+    assert "Not a directory" in failure and "make the store directory writable" in failure
 
 
 def test_one_failed_write_does_not_stop_the_others(tmp_path: Path) -> None:
@@ -491,17 +492,23 @@ def test_an_absolute_path_to_a_kept_file_is_refused(tmp_path: Path) -> None:
         read_output_ref(tmp_path, str(tmp_path / ref.ref))
 
 
-def test_a_symlink_planted_under_a_valid_name_reads_as_no_kept_output(tmp_path: Path) -> None:
+def test_a_symlink_planted_under_a_valid_name_is_never_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
     (tmp_path / "store" / OUTPUT_DIR).mkdir(parents=True)
     name = f"{OUTPUT_DIR}/{'c' * 32}.json"
     (tmp_path / "store" / name).symlink_to(outside)
-    with pytest.raises(StoreError, match="damaged"):
+    with pytest.raises(StoreError, match="cannot open"):
+        read_output_ref(tmp_path / "store", name)
+    # Not even to a real memctx output elsewhere: the link itself is refused.
+    real = write_output_ref(tmp_path / "other", "d" * 32, "kept text", what="x")
+    (tmp_path / "store" / name).unlink()
+    (tmp_path / "store" / name).symlink_to(tmp_path / "other" / real.ref)
+    with pytest.raises(StoreError, match="cannot open"):
         read_output_ref(tmp_path / "store", name)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     (tmp_path / "store" / name).unlink()
     (tmp_path / "store" / name).symlink_to(fifo)
-    with pytest.raises(StoreError, match="not a regular file"):
+    with pytest.raises(StoreError, match="cannot open"):
         read_output_ref(tmp_path / "store", name)
