@@ -97,6 +97,7 @@ from .payload_refs import (
     payload_notice,
     persist_oversized_tool_results,
 )
+from .planner import ContextPlan, HistoryBudget, history_budget, plan_context
 from .prompts import (
     HANDOFF_PROMPT,
     MERGE_SUMMARIES_INSTRUCTIONS,
@@ -245,6 +246,7 @@ __all__ = [
     "CompactionResult",
     "CompactionTrigger",
     "ContextOverflowError",
+    "ContextPlan",
     "FallbackLevel",
     "FileOperations",
     "FlushDecision",
@@ -254,6 +256,7 @@ __all__ = [
     "FlushState",
     "FlushTracker",
     "GuardDecision",
+    "HistoryBudget",
     "HistoryCut",
     "LoopGuard",
     "OverflowRecovery",
@@ -294,6 +297,7 @@ __all__ = [
     "format_file_operations",
     "format_split_turn",
     "format_tool_failures",
+    "history_budget",
     "inject_summary",
     "is_context_overflow_error",
     "is_context_overflow_message",
@@ -310,6 +314,7 @@ __all__ = [
     "parse_file_operations",
     "payload_notice",
     "persist_oversized_tool_results",
+    "plan_context",
     "plan_cut",
     "plan_turn_cut",
     "prune_history_for_context_share",

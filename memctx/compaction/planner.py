@@ -196,13 +196,19 @@ def plan_context(
 
     if total <= budget.tokens or not history:
         return plan(list(range(len(history))))
+    if anchor is not None and head <= anchor < len(messages):
+        at = anchor - head
+        # The previous cut still fits: keep it. Checked without the units of the whole
+        # history, the costly part of a plan on a long session.
+        if (
+            sum(sizes[at:]) <= budget.tokens
+            and _starts_unit(history, at, infos)
+            and _keeps_latest_request(history, at, infos)
+        ):
+            return plan(list(range(at, len(history))))
     units = tool_units(history, infos)
     first = _mandatory_unit(history, units, infos)
     tail = units[first].start
-    if anchor is not None and head <= anchor <= head + tail:
-        at = anchor - head
-        if sum(sizes[at:]) <= budget.tokens and any(u.start == at for u in units):
-            return plan(list(range(at, len(history))))  # the previous cut still fits
     used = sum(sizes[tail:])
     if used > budget.tokens:  # also every invalid budget
         if config.split_long_turn:
@@ -232,6 +238,31 @@ def _split_turn(units: Sequence[range], first: int, sizes: Sequence[int], budget
         used += size
         newest[:0] = units[k]
     return kept + newest
+
+
+def _starts_unit(history: Sequence[Any], at: int, infos: InfoCache) -> bool:
+    """Whether no tool result from ``at`` on may answer a call before ``at`` (so cutting
+    there splits no pair). Conservative: a result whose call is not found after ``at`` counts
+    as one, as does a result without an id before any call (Gemini pairs those by order)."""
+    calls: set[str] = set()
+    caller = False
+    for message in history[at:]:
+        info = infos.info(message)
+        for rid in info.tool_result_ids:
+            if (rid is None and not caller) or (rid is not None and rid not in calls):
+                return False
+        if info.has_tool_calls:
+            caller = True
+            calls.update(cid for cid in info.tool_call_ids if cid is not None)
+    return True
+
+
+def _keeps_latest_request(history: Sequence[Any], at: int, infos: InfoCache) -> bool:
+    """Whether ``history[at:]`` holds the latest request (or there is none at all)."""
+    for k in range(len(history) - 1, -1, -1):
+        if is_turn_start(history[k], infos):
+            return k >= at
+    return True
 
 
 def _mandatory_unit(history: Sequence[Any], units: Sequence[range], infos: InfoCache) -> int:

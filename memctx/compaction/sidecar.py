@@ -14,7 +14,9 @@ recorded), the seed skipped new messages until the old count was passed; here th
 kept (still the session's history) and the transcript is scanned again, skipping recently
 ``seen`` fingerprints: nothing is added twice and nothing new is ignored.
 
-Saves are atomic (temporary file, ``os.replace``). A corrupt or foreign file is never fatal
+Items are redacted (:func:`memctx.text.redact`) before they are kept: the sidecar is
+persisted, and nothing memctx persists may hold a secret. Saves are atomic (temporary file,
+``os.replace``). A corrupt or foreign file is never fatal
 nor deleted: it is moved aside to ``<sidecar>.corrupt-<n>``, a warning is logged, and the
 summary starts empty (the transcript is the source of truth).
 """
@@ -40,6 +42,7 @@ from memctx.messages import (
     is_recalled_block,
     leading_system_count,
 )
+from memctx.text import redact
 
 from .render import cap_text, render_message
 
@@ -235,7 +238,8 @@ class SessionSummary:
             or is_compaction_summary(message, info)
         ):
             return fingerprint, None
-        text = _one_line(rendered, self._config.summary_item_chars)
+        # Redacted whole, before it is cut: half a secret would no longer match a rule.
+        text = _one_line(redact(rendered), self._config.summary_item_chars)
         if SUMMARY_MARKER in text:  # cannot happen from a clean render; the rule holds anyway
             return fingerprint, None
         return fingerprint, SummaryItem(text, role, fingerprint)

@@ -151,13 +151,16 @@ def test_the_plan_never_splits_a_pair_never_touches_the_caller_and_fits_or_is_th
         st.integers(0, 2_000),
         st.sampled_from([0.5, 0.9, 1.0]),
         st.sampled_from([0.5, 0.8, 1.0]),
+        st.none() | st.integers(0, 40),
     )
-    def check(messages: list[Any], window: int, reserve: int, ratio: float, cut: float) -> None:
+    def check(
+        messages: list[Any], window: int, reserve: int, ratio: float, cut: float, at: int | None
+    ) -> None:
         config = PlannerConfig(
             reserveTokens=reserve, safetyRatio=ratio, cutToRatio=cut, splitLongTurn=split
         )
         snapshot = copy.deepcopy(messages)
-        plan = plan_context(messages, window, config)
+        plan = plan_context(messages, window, config, anchor=at)
         assert messages == snapshot
         infos = InfoCache()
         head = leading_system_count(messages, infos)
@@ -171,6 +174,8 @@ def test_the_plan_never_splits_a_pair_never_touches_the_caller_and_fits_or_is_th
         anchor = starts[-1] if starts else len(history) - 1
         units = tool_units(history, infos)
         unit = next((u for u in units if anchor in u), None)
+        if history:  # the latest request (or the last message) always goes
+            assert any(m is history[anchor] for m in kept)
         if kept_tokens <= plan.budget.tokens:
             if not plan.mandatory_only:  # a contiguous newest stretch
                 assert kept == history[len(history) - len(kept) :]

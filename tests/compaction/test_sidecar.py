@@ -380,3 +380,12 @@ def test_summary_injection_due(trimmed: bool, used: int, budget: int, due: bool)
         summary_injection_due(trimmed=trimmed, used_tokens=used, budget_tokens=budget, ratio=0.72)
         is due
     )
+
+
+def test_a_secret_in_a_message_is_never_written_to_the_sidecar(tmp_path: Path) -> None:
+    secret = "sk-proj-Zq8rT2vLm9XwK4pNc7YbD3hJf6GsA1eU"
+    path = sidecar_path(tmp_path / "s.jsonl")
+    summary = SessionSummary.open(path, PlannerConfig())
+    summary.update([user(f"deploy with OPENAI_API_KEY={secret} please"), assistant("on it")])
+    assert len(summary.items) == 2 and "OPENAI_API_KEY=" in summary.items[0].text
+    assert secret not in path.read_text() and secret not in summary.materialize(4_000)
