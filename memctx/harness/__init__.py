@@ -25,6 +25,7 @@ from .run import (
     DEFAULT_STRATEGIES,
     EvalError,
     EvalOptions,
+    load_suite_scenarios,
     run_eval,
 )
 from .scenario import Probe, Scenario, ScenarioError, Session, dump_scenarios, load_scenarios
@@ -82,6 +83,7 @@ __all__ = [
     "dump_scenarios",
     "format_replay",
     "load_scenarios",
+    "load_suite_scenarios",
     "make_strategy",
     "normalise_answer",
     "parse_fail_on",

@@ -29,7 +29,9 @@ which messages to send (:meth:`Strategy.prepare`). Built in:
 - ``meerkat``: seed 002's turn-based compactor with its loop guard, the discarded messages
   indexed for ``memory_search``, nothing injected (:mod:`memctx.harness.strategies.meerkat`).
 
-``planner`` (seed 004) is added with :func:`register_strategy` when it lands.
+- ``planner``: seed 004 as one pipeline: oversized tool results as file refs, the session
+  summary sidecar, pruning, the token-budget planner, the summary injected under pressure
+  (:mod:`memctx.harness.strategies.planner`).
 
 A strategy name may carry settings, ``NAME:KEY=VALUE[,KEY=VALUE]`` (e.g.
 ``observation-masking:keepLast=5``): the keys a strategy takes are declared when it is
@@ -410,6 +412,12 @@ def _memory_context_hook(setup: StrategySetup) -> Strategy:
     return MemoryContextStrategy(setup, agent_compaction=False)
 
 
+def _planner(setup: StrategySetup) -> Strategy:
+    from .planner import PlannerStrategy
+
+    return PlannerStrategy(setup)
+
+
 def _pruning_mode(text: str) -> str:
     if text not in ("off", "cache-ttl"):
         raise ValueError("pruning must be 'off' or 'cache-ttl'")
@@ -425,6 +433,7 @@ _BUILT_IN: tuple[tuple[str, StrategyFactory, bool, dict[str, ParamParser]], ...]
     ("openclaw", _openclaw, True, {"pruning": _pruning_mode}),
     ("meerkat", _meerkat, True, {}),
     (HOOK_STRATEGY, _memory_context_hook, False, {}),
+    ("planner", _planner, False, {"pruning": _pruning_mode}),
 )
 for _name, _factory, _summaries, _params in _BUILT_IN:
     register_strategy(_name, _factory, summaries=_summaries, params=_params)

@@ -1,0 +1,102 @@
+"""The planner strategy: payload refs, summary sidecar, pruning and the planner in one loop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers.eval_sessions import PLANT, scenario, session, strategy_setup
+
+from memctx.compaction import SUMMARY_MARKER, sidecar_path
+from memctx.harness.engine import run_scenario
+from memctx.harness.strategies import STRATEGIES, SUMMARY_STRATEGIES, make_strategy
+from memctx.harness.strategies.planner import PlannerStrategy
+from memctx.messages.pairing import pairing_violations
+from memctx.messages.tokens import estimate_messages_tokens
+
+SECRET = "sk-proj-Zq8rT2vLm9XwK4pNc7YbD3hJf6GsA1eU"
+
+
+def _with_build_log(messages: list[dict[str, Any]], at: int, middle: str) -> None:
+    """Make the tool output of turn ``at`` a 60,000-character log with ``middle`` inside."""
+    index = 1 + 4 * at + 2  # system, then request, call, result, reply per turn
+    log = "".join(f"compile unit {j}: ok\n" for j in range(1_500))
+    messages[index] = {**messages[index], "content": log[:30_000] + middle + log[30_000:60_000]}
+
+
+def _play(strategy: PlannerStrategy, messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    sent, transcript = [], []
+    for message in messages:
+        if transcript and message["role"] == "assistant":
+            sent.append(strategy.prepare(transcript).context)
+        transcript.append(message)
+    return sent
+
+
+def test_planner_is_registered_without_summaries_or_embeddings(tmp_path: Path) -> None:
+    assert "planner" in STRATEGIES and "planner" not in SUMMARY_STRATEGIES
+    strategy = make_strategy("planner:pruning=off", strategy_setup(tmp_path))
+    assert isinstance(strategy, PlannerStrategy) and not strategy.searches
+
+
+def test_an_oversized_output_is_sent_as_a_preview_with_a_ref_the_agent_can_read_back(
+    tmp_path: Path,
+) -> None:
+    strategy = PlannerStrategy(strategy_setup(tmp_path, window=200_000))
+    strategy.start_session("s1")
+    messages = session("s1", 6, tool_words=50)
+    _with_build_log(messages, 2, f"\nerror: linker cannot find -lquokka\nOPENAI_API_KEY={SECRET}\n")
+    sent = _play(strategy, messages)
+    last = sent[-1]
+    log = next(m for m in last if m.get("tool_call_id") == "call_s1_2")
+    assert len(log["content"]) < 3_000 and 'read_output_ref("tool-output/' in log["content"]
+    assert strategy.counts["payload_refs"] == 1
+    assert all(m is n for m, n in zip(sent[-2][:-2], last[: len(sent[-2]) - 2], strict=False))
+    found = strategy.search("why can the linker not find quokka?")
+    assert found and "cannot find -lquokka" in found[0] and SECRET not in found[0]
+    files = list((tmp_path / "sessions" / "tool-output").glob("*.json"))
+    assert len(files) == 1 and SECRET not in files[0].read_text()
+
+
+def test_a_small_window_cuts_history_and_injects_the_summary_into_the_system_prompt(
+    tmp_path: Path,
+) -> None:
+    window = 6_000
+    strategy = PlannerStrategy(strategy_setup(tmp_path, window=window))
+    strategy.start_session("s1")
+    messages = session("s1", 40, plants={1: PLANT}, tool_words=120)
+    sent = _play(strategy, messages)
+    assert all(estimate_messages_tokens(c) <= window for c in sent)
+    assert all(pairing_violations(c) == [] for c in sent)
+    last = sent[-1]
+    assert last[0]["role"] == "system" and SUMMARY_MARKER in last[0]["content"]
+    assert sum(SUMMARY_MARKER in str(m.get("content")) for m in last) == 1
+    assert strategy.counts["summary_injections"] > 0
+    # The sidecar kept the session's items on disk, none of them its own injected text.
+    saved = json.loads(sidecar_path(tmp_path / "sessions" / "s1.jsonl").read_text())
+    assert saved["lastProcessedMessageCount"] > 0 and saved["items"]
+    assert not any(SUMMARY_MARKER in item["text"] for item in saved["items"])
+
+
+def test_a_roomy_window_sends_the_transcript_as_it_is_without_a_summary(tmp_path: Path) -> None:
+    strategy = PlannerStrategy(strategy_setup(tmp_path, window=200_000))
+    strategy.start_session("s1")
+    messages = session("s1", 10, tool_words=40)
+    sent = _play(strategy, messages)
+    assert sent[-1] == messages[: len(sent[-1])]
+    assert strategy.counts["summary_injections"] == 0
+
+
+def test_a_replay_through_the_engine_has_no_violations_and_no_secret_on_disk(
+    tmp_path: Path,
+) -> None:
+    case = scenario(turns=40, window=6_000, secret=SECRET, tool_words=150)
+    result = run_scenario(case, "planner", "hash", work_dir=tmp_path)
+    assert result.stats["violation_kinds"] == {
+        "pairing": 0,
+        "hard_cap": 0,
+        "window": 0,
+        "secrets": 0,
+    }
+    assert result.stats["trims"] > 0
