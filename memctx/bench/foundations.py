@@ -11,6 +11,9 @@ Each line names what is measured, the baseline, and the ratio.
   generator), each against a baseline (``memctx.bench.speed``).
 - The raw store at 20,000 segments (search latency, add, reopen, memory) against the seed's
   naive approach (``memctx.bench.store``), when present.
+- Token, cost and hook-latency deltas of the ``planner`` strategy against ``truncate`` and
+  ``memory-context`` on the long-haul suite and the real Claude Code sessions
+  (``memctx.bench.planner``).
 - LoCoMo evidence recall with ablations, hash and transformer (``memctx.bench.locomo.methods``),
   when ``../shared/datasets/locomo`` is present. Transformer embeddings are cached under
   ``.cache/memctx/`` so a second run skips the ~1 minute of embedding.
@@ -135,6 +138,11 @@ def main() -> None:
 
     print("\n== context hook, 2,000 messages, 20,000 archived segments ==")
     run_runtime_bench()
+
+    from .planner import main as run_planner_bench
+
+    print("\n== planner (seed 004) against truncate and memory-context, long sessions ==")
+    run_planner_bench()
 
     locomo = datasets_dir() / "locomo" / "locomo7.json"
     if not locomo.exists():
