@@ -15,9 +15,11 @@
   safeguard and cache-TTL triggers (:mod:`.triggers`), transcript trim with a backup
   (:mod:`.transcript_trim`).
 
-Tool-output pruning and the planner arrive with the next issue. The summary sidecar
-(:mod:`.sidecar`) is here: the rolling session summary kept beside the transcript
-(:class:`SessionSummary`) and its injection into the system context under pressure.
+- Seed 004: the token-budget planner (:mod:`.planner`, :func:`plan_context`), the session
+  summary sidecar (:mod:`.sidecar`, :class:`SessionSummary`) and its injection into the
+  system context under pressure, and oversized tool results persisted as file refs
+  (:mod:`.payload_refs`). Seed 003's tool-output pruning is a trim of the copy sent and
+  lives in :mod:`memctx.trim`.
 
 May import: the foundations, the mechanisms and the other policies (:mod:`memctx.trim`,
 :mod:`memctx.recall`, :mod:`memctx.extraction`, :mod:`memctx.offline`).

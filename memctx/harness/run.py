@@ -54,11 +54,12 @@ DEFAULT_STRATEGIES = (
     "openclaw",
     "meerkat",
     "memory-context",
+    "planner",
 )
 DEFAULT_EMBEDDINGS = ("hash", "transformer")
 QUICK_SCALE = 0.15
 # Strategies whose result cannot depend on the embedder (by name, settings aside).
-_EMBEDDING_FREE = frozenset({"full", "truncate", "observation-masking"})
+_EMBEDDING_FREE = frozenset({"full", "truncate", "observation-masking", "planner"})
 
 
 class EvalError(Exception):

@@ -56,6 +56,7 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
         assert (suite, "full", "-") in keys
         assert (suite, "truncate", "-") in keys
         assert (suite, "observation-masking", "-") in keys  # never searches: one record
+        assert (suite, "planner", "-") in keys
         for searching in ("openclaw", "meerkat", "memory-context"):
             assert (suite, searching, "hash") in keys
     # What each configuration cost to measure, in worker seconds.
@@ -70,8 +71,8 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
     assert summary["config"]["suites"] == list(SUITES)
     rows = (baseline_run / "results.jsonl").read_text(encoding="utf-8").splitlines()
     probes = sum(v["probes"] for v in provenance["scenarios"].values())
-    # one row per probe for each of the four strategy x embedding pairs
-    assert len(rows) == 6 * probes
+    # one row per probe for each strategy x embedding pair: four never search, three by hash
+    assert len(rows) == 7 * probes
 
 
 def test_same_command_gives_the_same_summary_apart_from_timing(
@@ -192,9 +193,9 @@ def test_progress_lines_count_jobs_and_estimate_the_rest(
 ) -> None:
     run_eval(_options(tmp_path / "p", suites=("needle",), progress=True))
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 6  # full, truncate, observation-masking; 3 searching x hash
-    assert lines[0].startswith("[   1/6]") and "min left" in lines[0]
-    assert lines[-1].startswith("[   6/6]") and lines[-1].endswith("done")
+    assert len(lines) == 7  # full, truncate, observation-masking, planner; 3 searching x hash
+    assert lines[0].startswith("[   1/7]") and "min left" in lines[0]
+    assert lines[-1].startswith("[   7/7]") and lines[-1].endswith("done")
 
 
 def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
@@ -207,6 +208,7 @@ def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
         "openclaw",
         "meerkat",
         "memory-context",
+        "planner",
     )
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
