@@ -64,8 +64,9 @@ def shared_embedder(kind: str) -> Embedder:
     archive the same messages of a scenario (memory-context, meerkat, openclaw's notes) do
     not embed them again. Search queries are never served from it (``cache_queries=False``):
     a query warmed by the previous strategy would make the next one's hook latency that of a
-    lookup, not of the embedding an agent pays for on every turn. Hash needs no cache:
-    hashing is the embedding."""
+    lookup, not of the embedding the agent pays for. Each memory-context run keeps its own
+    query cache on top, as memctx's store does (the calls of one turn ask the same query).
+    Hash needs no cache: hashing is the embedding."""
     if kind not in _EMBEDDERS:
         if kind == "transformer":
             _EMBEDDERS[kind] = CachedEmbedder(make_embedder("transformer"), cache_queries=False)
@@ -90,7 +91,15 @@ class MemoryContextStrategy(BaseStrategy):
     def __init__(self, setup: StrategySetup, *, agent_compaction: bool = True) -> None:
         super().__init__(setup)
         self.config = setup.config.with_overrides({"embeddingModel": setup.embedding})
-        self.embedder = shared_embedder(setup.embedding)
+        shared = shared_embedder(setup.embedding)
+        # This agent's own query cache, as the product's store keeps one (its embedder is a
+        # CachedEmbedder): the calls of one turn ask the same query, embedded once. Warmed
+        # by this strategy only, never by another's run.
+        self.embedder: Embedder = (
+            CachedEmbedder(shared, cache_queries=True)
+            if setup.embedding == "transformer"
+            else shared
+        )
         self.store = setup.work_dir / "store"
         # One extraction client for every session: one usage tally, one response cache in
         # the store (scanned for secrets like the rest of it).
