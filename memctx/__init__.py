@@ -19,7 +19,7 @@ from memctx.messages import (
     pairing_violations,
     repair_tool_pairing,
 )
-from memctx.runtime import MemoryContext
+from memctx.runtime import MemoryContext, call_memory_tool, tool_definitions
 from memctx.text import redact
 from memctx.transcripts import Transcript, load_transcript, load_transcripts
 from memctx.trim import TrimResult, smart_trim
@@ -37,6 +37,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TrimResult",
+    "call_memory_tool",
     "estimate_message_tokens",
     "estimate_tokens",
     "inspect_message",
@@ -48,6 +49,7 @@ __all__ = [
     "redact",
     "repair_tool_pairing",
     "smart_trim",
+    "tool_definitions",
 ]
 
 __version__ = "0.1.0"

@@ -9,14 +9,18 @@ from __future__ import annotations
 from .engine import MemoryContext
 from .lanes import DEFAULT_MAX_CONCURRENT_COMPACTIONS, CompactionLanes, LaneError, LaneTimeoutError
 from .stats import HookTimer
+from .tools import MEMORY_TOOL_NAMES, call_memory_tool, tool_definitions
 from .worker import BackgroundWorker
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_COMPACTIONS",
+    "MEMORY_TOOL_NAMES",
     "BackgroundWorker",
     "CompactionLanes",
     "HookTimer",
     "LaneError",
     "LaneTimeoutError",
     "MemoryContext",
+    "call_memory_tool",
+    "tool_definitions",
 ]
