@@ -138,6 +138,36 @@ def _replay_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _cmd_trajectories(args: argparse.Namespace) -> int:
+    from memctx.harness import (
+        DEFAULT_STRATEGIES,
+        TRAJECTORY_WINDOWS,
+        format_trajectory_table,
+        parse_strategy,
+        replay_trajectories,
+    )
+
+    root = _datasets_dir(args.datasets)
+    existing_dir("--datasets", root)
+    windows = args.window or list(TRAJECTORY_WINDOWS)
+    positive("--window", windows)
+    positive("--limit", args.limit)
+    strategies = args.strategy or list(DEFAULT_STRATEGIES)
+    for strategy in strategies:  # every name checked before the first replay
+        try:
+            parse_strategy(strategy)
+        except ValueError as exc:
+            raise OptionError(f"--strategy: {exc}") from None
+    rows = replay_trajectories(root, strategies, windows, limit=args.limit)
+    if not rows:
+        return fail(f"no trajectories under {root} (swe-agent/, openhands-swe-gym/, ...)")
+    print(format_trajectory_table(rows))
+    bad = sum(r.violations for r in rows)
+    if bad:
+        print(f"FAIL  {bad} invariant violation(s)", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import eval_command
 
@@ -250,6 +280,18 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--per-turn", action="store_true", help="print one line per call")
     replay.add_argument("--json", action="store_true", help="print JSON instead of tables")
     replay.set_defaults(func=_cmd_replay)
+
+    trajectories = sub.add_parser(
+        "trajectories",
+        help="real SWE-agent / OpenHands trajectories through every strategy at small windows",
+    )
+    trajectories.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    trajectories.add_argument(
+        "--window", type=int, action="append", help="tokens (repeatable; default 16000, 32000)"
+    )
+    trajectories.add_argument("--strategy", action="append", help="repeatable; default: all")
+    trajectories.add_argument("--limit", type=int, help="at most N trajectories per dataset")
+    trajectories.set_defaults(func=_cmd_trajectories)
 
     from .evaluate import add_eval_arguments
 
