@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .options import OptionError, describe_os_error, fail, parse_set, positive
+from .options import (
+    OptionError,
+    describe_os_error,
+    fail,
+    parse_set,
+    positive,
+    shared_datasets_dir,
+)
 
 __all__ = ["add_eval_arguments", "eval_command", "options_from_args"]
 
@@ -24,7 +31,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     from memctx.harness import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES
 
     parser.add_argument(
-        "--suite", action="append", help="suite to run (repeatable; default: every suite)"
+        "--suite",
+        action="append",
+        help="suite to run (repeatable; default: every suite); claude-code: Claude Code's "
+        "own compactions against memctx on hand-written probes (../shared/datasets)",
     )
     parser.add_argument(
         "--strategy",
@@ -166,6 +176,30 @@ def options_from_args(args: argparse.Namespace) -> Any:
     )
 
 
+REAL_COMPACTIONS = "claude-code"
+
+
+def _claude_code_suite(args: argparse.Namespace) -> int:
+    """``--suite claude-code``: Claude Code's own compactions against memctx (hand probes)."""
+    from memctx.errors import MemctxError
+    from memctx.harness import DEFAULT_DATASETS, DEFAULT_STRATEGIES, run_claude_code_suite
+
+    shared = shared_datasets_dir()
+    strategies = [s for s in (args.strategy or DEFAULT_STRATEGIES) if s != "full"]
+    try:
+        table = run_claude_code_suite(
+            shared / "claude-code",
+            DEFAULT_DATASETS.parent / "claude-code",
+            Path(args.out),
+            strategies=strategies,
+        )
+    except (MemctxError, ValueError) as exc:
+        return fail(str(exc))
+    print(table)
+    print(f"\ntables: {Path(args.out) / 'claude_code.md'}")
+    return 0
+
+
 def eval_command(args: argparse.Namespace) -> int:
     """Run ``memctx eval``; exit 0, 1 (gate failed or invariant violated) or 2 (bad input)."""
     from memctx.errors import MemctxError
@@ -173,6 +207,11 @@ def eval_command(args: argparse.Namespace) -> int:
 
     if args.fail_on and not args.baseline:
         return fail("--fail-on needs --baseline FILE (the summary.json to compare against)")
+    if args.suite and REAL_COMPACTIONS in args.suite:
+        status = _claude_code_suite(args)
+        args.suite = [s for s in args.suite if s != REAL_COMPACTIONS]
+        if status or not args.suite:
+            return status
     try:
         options = options_from_args(args)
         if args.baseline:  # checked now, not after the whole run

@@ -25,17 +25,19 @@ from typing import Any
 
 from memctx.errors import MemctxError
 
-from .options import OptionError, describe_os_error, existing_dir, fail, parse_set, positive
+from .options import (
+    OptionError,
+    describe_os_error,
+    existing_dir,
+    fail,
+    parse_set,
+    positive,
+    shared_datasets_dir,
+)
 
 __all__ = ["main"]
 
 DEBUG_ENV = "MEMCTX_DEBUG"
-
-DEFAULT_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
-
-
-def _datasets_dir(value: str | None) -> Path:
-    return Path(value or os.environ.get("MEMCTX_DATASETS") or DEFAULT_DATASETS)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -48,7 +50,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .foundation import calibrate_tokens
 
-    root = _datasets_dir(args.datasets)
+    root = shared_datasets_dir(args.datasets)
     existing_dir("--datasets", root)
     return calibrate_tokens(root, models=args.model)
 
@@ -147,7 +149,7 @@ def _cmd_trajectories(args: argparse.Namespace) -> int:
         replay_trajectories,
     )
 
-    root = _datasets_dir(args.datasets)
+    root = shared_datasets_dir(args.datasets)
     existing_dir("--datasets", root)
     windows = args.window or list(TRAJECTORY_WINDOWS)
     positive("--window", windows)
@@ -177,7 +179,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_foundation(args: argparse.Namespace) -> int:
     from .foundation import calibrate_tokens, check_transcripts
 
-    root = _datasets_dir(args.datasets)
+    root = shared_datasets_dir(args.datasets)
     positive("--trials", args.trials, zero=True)
     if not root.is_dir():
         what = "is a file, not a folder" if root.exists() else "not found"

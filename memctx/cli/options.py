@@ -7,6 +7,7 @@ stderr, with exit status 2 (bad input); argparse's own usage errors look the sam
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,3 +103,12 @@ def existing_dir(option: str, path: Path) -> None:
     if not path.is_dir():
         what = "a file, not a folder" if path.exists() else "missing"
         raise OptionError(f"{option} {path} is {what}; pass an existing folder")
+
+
+SHARED_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+
+def shared_datasets_dir(value: str | None = None) -> Path:
+    """The external datasets folder: ``value``, else ``$MEMCTX_DATASETS``, else
+    ``../shared/datasets`` beside the checkout."""
+    return Path(value or os.environ.get("MEMCTX_DATASETS") or SHARED_DATASETS)

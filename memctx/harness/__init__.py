@@ -14,6 +14,16 @@ from __future__ import annotations
 
 from .adapters import transcript_scenario
 from .answers import normalise_answer
+from .claude_code import (
+    CLAUDE_CODE_CONFIGS,
+    ComparisonRow,
+    HandProbe,
+    ProbesError,
+    compare_compactions,
+    format_comparison,
+    load_hand_probes,
+    run_claude_code_suite,
+)
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .engine import ScenarioResult, run_scenario
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
@@ -56,6 +66,7 @@ from .trajectories import (
 
 __all__ = [
     "ALL_SUITES",
+    "CLAUDE_CODE_CONFIGS",
     "DEFAULT_DATASETS",
     "DEFAULT_EMBEDDINGS",
     "DEFAULT_FAIL_ON",
@@ -68,14 +79,17 @@ __all__ = [
     "BaseStrategy",
     "CallRow",
     "CompactionPoint",
+    "ComparisonRow",
     "EvalError",
     "EvalOptions",
     "FullStrategy",
+    "HandProbe",
     "MemoryContextStrategy",
     "Messages",
     "Prepared",
     "Probe",
     "ProbeRow",
+    "ProbesError",
     "RecordedCompaction",
     "Regression",
     "ReplayReport",
@@ -92,10 +106,13 @@ __all__ = [
     "call_cost",
     "check_gate",
     "compare",
+    "compare_compactions",
     "dump_scenarios",
     "find_trajectories",
+    "format_comparison",
     "format_replay",
     "format_trajectory_table",
+    "load_hand_probes",
     "load_scenarios",
     "load_suite_scenarios",
     "make_strategy",
@@ -107,6 +124,7 @@ __all__ = [
     "register_strategy",
     "replay_trajectories",
     "replay_transcript",
+    "run_claude_code_suite",
     "run_eval",
     "run_scenario",
     "transcript_scenario",

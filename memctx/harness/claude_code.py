@@ -1,0 +1,324 @@
+"""Real compactions against memctx: hand-written probes on real Claude Code sessions.
+
+Each session in ``../shared/datasets/claude-code/`` records one compaction: everything before
+its ``compact_boundary`` was replaced by Claude Code's own summary (the ``isCompactSummary``
+message). ``datasets/claude-code/<session>.probes.json`` holds probes written by hand from
+reading the history before the boundary (files edited, commands and results, errors and
+fixes, decisions, config values, task state, the user's instructions), each answer a short
+string found verbatim in its evidence records. At the boundary, each probe's question is
+asked of:
+
+- ``claude-code summary``: what Claude Code kept (the boundary's messages up to and
+  including its summary);
+- ``summary + memctx recall``: the same, with memctx's ``on_context`` over an archive of the
+  compacted history (the product's path: ``on_before_compact`` then ``on_context``);
+- ``memctx recall at the summary's tokens``: memctx alone, its recall cap set to the
+  summary's own tokens: the same budget, a different choice of what to keep;
+- each strategy's own compaction at the same window (200,000 tokens in the provider's
+  count, converted with the session's reported usage): the history replayed through it and
+  the question asked at the boundary.
+
+A probe is kept when one of its answers is in the context (the question itself left out),
+case-insensitively, as the harness judges every probe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memctx.config import MemoryContextConfig
+from memctx.errors import MemctxError
+from memctx.messages import TokenCounter, fit_usage, message_text
+from memctx.runtime import MemoryContext
+from memctx.transcripts import Transcript, load_transcript
+
+from .adapters import transcript_scenario
+from .answers import normalise_answer
+from .engine import run_scenario
+from .scenario import Probe, Session
+
+__all__ = [
+    "CLAUDE_CODE_CONFIGS",
+    "PROBES_FORMAT",
+    "ComparisonRow",
+    "HandProbe",
+    "ProbesError",
+    "compare_compactions",
+    "format_comparison",
+    "load_hand_probes",
+    "run_claude_code_suite",
+]
+
+PROBES_FORMAT = "memctx-probes/1"
+SUMMARY = "claude-code summary"
+SUMMARY_RECALL = "summary + memctx recall"
+RECALL_ONLY = "memctx recall at the summary's tokens"
+CLAUDE_CODE_CONFIGS = (SUMMARY, SUMMARY_RECALL, RECALL_ONLY)
+# A hand probe's kind as the harness's fact kinds name it (for per-kind slicing).
+_KINDS = {
+    "file": "implementation",
+    "command": "implementation",
+    "error-fix": "issue",
+    "decision": "decision",
+    "config": "config",
+    "task-state": "task_state",
+    "instruction": "decision",
+}
+
+
+class ProbesError(MemctxError):
+    """A probes file that cannot be used (the message names the file and the fix)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandProbe:
+    """One hand-written probe (``datasets/claude-code/<session>.probes.json``)."""
+
+    id: str
+    kind: str
+    question: str
+    answers: tuple[str, ...]
+    evidence: tuple[str, ...]
+    in_summary: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonRow:
+    """One configuration on one session.
+
+    Attributes:
+        session: The session id.
+        config: ``claude-code summary``, ``summary + memctx recall``, ``memctx recall at the
+            summary's tokens`` or a strategy name.
+        kept: Probe ids whose answer is in the context.
+        probes: Probes asked.
+        tokens: Mean context tokens at the boundary (the question left out).
+    """
+
+    session: str
+    config: str
+    kept: tuple[str, ...]
+    probes: int
+    tokens: float
+
+
+def load_hand_probes(path: Path) -> tuple[str, list[HandProbe]]:
+    """``(session id, probes)`` from a probes file.
+
+    Raises:
+        ProbesError: Not JSON, another format, or a probe without a question or answers.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProbesError(f"cannot read probes {path}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != PROBES_FORMAT:
+        raise ProbesError(f"{path} is not a {PROBES_FORMAT} file (its 'format' field)")
+    probes = []
+    for item in data.get("probes", []):
+        answers = tuple(a for a in item.get("answers", []) if isinstance(a, str) and a.strip())
+        if not isinstance(item.get("question"), str) or not answers:
+            raise ProbesError(f"{path}: probe {item.get('id')!r} needs a question and answers")
+        probes.append(
+            HandProbe(
+                str(item["id"]),
+                str(item.get("kind", "")),
+                item["question"],
+                answers,
+                tuple(item.get("evidence", ())),
+                bool(item.get("in_summary", False)),
+            )
+        )
+    return str(data.get("session", Path(path).stem)), probes
+
+
+def compare_compactions(
+    transcript_path: Path,
+    probes_path: Path,
+    *,
+    strategies: Sequence[str] = (),
+    window: int = 200_000,
+) -> list[ComparisonRow]:
+    """Every configuration (module docstring) on one session; hash embeddings.
+
+    Raises:
+        ProbesError: The probes file is unusable, or the session records no compaction.
+    """
+    session, probes = load_hand_probes(probes_path)
+    transcript = load_transcript(transcript_path)
+    boundary, summary_at = transcript.compaction_boundary, transcript.compact_summary
+    if boundary is None or summary_at is None:
+        raise ProbesError(f"{transcript_path} records no compaction to compare with")
+    history = transcript.messages[:boundary]
+    kept_by_claude = transcript.messages[boundary : summary_at + 1]
+    counter = TokenCounter()
+    summary_tokens = sum(counter.count_message(m) for m in kept_by_claude)
+    rows = [_judge(session, SUMMARY, probes, lambda q: kept_by_claude, counter)]
+    with tempfile.TemporaryDirectory(prefix="memctx-cc-") as tmp:
+        for config, base, cap in (
+            (SUMMARY_RECALL, kept_by_claude, None),
+            (RECALL_ONLY, [], summary_tokens),
+        ):
+            overrides = {"hardCapTokens": cap, "recallWindowRatio": 1.0} if cap else {}
+            engine = MemoryContext(
+                MemoryContextConfig(enabled=True).with_overrides(overrides),
+                store_dir=Path(tmp) / config.replace(" ", "-").replace("'", ""),
+                session_id=session,
+                context_window_tokens=window,
+            )
+            with engine:
+                engine.on_before_compact(history)
+                engine.wait_idle()
+
+                def context(
+                    question: str, base: list[Any] = base, engine: MemoryContext = engine
+                ) -> list[Any]:
+                    asked = {"role": "user", "content": question}
+                    return [m for m in engine.on_context([*base, asked]) if m is not asked]
+
+                rows.append(_judge(session, config, probes, context, counter))
+        budget = _counted_window(transcript, window)
+        for strategy in strategies:
+            rows.append(_strategy_row(session, transcript, history, probes, strategy, budget, tmp))
+    return rows
+
+
+def _judge(
+    session: str,
+    config: str,
+    probes: Sequence[HandProbe],
+    context: Any,
+    counter: TokenCounter,
+) -> ComparisonRow:
+    kept, tokens = [], []
+    for probe in probes:
+        messages = context(probe.question)
+        text = normalise_answer("\n".join(message_text(m) for m in messages))
+        tokens.append(sum(counter.count_message(m) for m in messages))
+        if any(normalise_answer(a) in text for a in probe.answers):
+            kept.append(probe.id)
+    mean = sum(tokens) / len(tokens) if tokens else 0.0
+    return ComparisonRow(session, config, tuple(kept), len(probes), round(mean, 1))
+
+
+def _counted_window(transcript: Transcript, window: int) -> int:
+    """``window`` provider tokens in memctx's count, from the session's reported usage."""
+    if not transcript.usage:
+        return window
+    fit = fit_usage(
+        transcript.messages,
+        {i: u.context_tokens for i, u in transcript.usage.items()},
+        TokenCounter(),
+        compaction_boundary=transcript.compaction_boundary,
+    )
+    return fit.to_counted(window) if fit is not None else window
+
+
+def _strategy_row(
+    session: str,
+    transcript: Transcript,
+    history: list[Any],
+    probes: Sequence[HandProbe],
+    strategy: str,
+    window: int,
+    work: str,
+) -> ComparisonRow:
+    base = transcript_scenario(transcript, window=window)
+    scenario = dataclasses.replace(
+        base,
+        sessions=(Session(id="replay", messages=tuple(history)),),
+        probes=tuple(
+            Probe(
+                id=p.id,
+                session_id="replay",
+                at=len(history),
+                question=p.question,
+                answers=p.answers,
+                evidence_text=p.answers,
+                stale=(),
+                kind=_KINDS.get(p.kind, "decision"),
+                tags=("claude-code",),
+            )
+            for p in probes
+        ),
+    )
+    result = run_scenario(scenario, strategy, "hash", work_dir=Path(work) / strategy)
+    kept = tuple(row.probe for row in result.probes if row.correct)
+    sent = [row.context_tokens for row in result.probes]
+    mean = sum(sent) / len(sent) if sent else 0.0
+    return ComparisonRow(session, strategy, kept, len(probes), round(mean, 1))
+
+
+def format_comparison(rows: Sequence[ComparisonRow], probes: dict[str, list[HandProbe]]) -> str:
+    """A Markdown table: per session and configuration, probes kept (of which Claude Code's
+    summary held the answer / did not) and mean context tokens at the boundary."""
+    lines = [
+        "| session | configuration | kept | of those the summary holds | of those it drops | "
+        "context tokens |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        held = {p.id for p in probes.get(row.session, []) if p.in_summary}
+        dropped = {p.id for p in probes.get(row.session, [])} - held
+        kept = set(row.kept)
+        lines.append(
+            f"| {row.session[:8]} | {row.config} | {len(kept)} / {row.probes} | "
+            f"{len(kept & held)} / {len(held)} | {len(kept & dropped)} / {len(dropped)} | "
+            f"{row.tokens:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def run_claude_code_suite(
+    sessions_dir: Path,
+    probes_dir: Path,
+    out_dir: Path,
+    *,
+    strategies: Sequence[str] = (),
+    window: int = 200_000,
+) -> str:
+    """Every session of ``sessions_dir`` that has a probes file in ``probes_dir``:
+    the comparison written to ``out_dir/claude_code.md`` and ``claude_code.json``.
+
+    Returns:
+        The Markdown table.
+
+    Raises:
+        ProbesError: No session has probes, or a probes file is unusable.
+    """
+    pairs = [
+        (sessions_dir / f"{path.name.removesuffix('.probes.json')}.jsonl", path)
+        for path in sorted(probes_dir.glob("*.probes.json"))
+    ]
+    pairs = [(t, p) for t, p in pairs if t.exists()]
+    if not pairs:
+        raise ProbesError(
+            f"no Claude Code session in {sessions_dir} has probes in {probes_dir}; set "
+            "MEMCTX_DATASETS to the folder holding claude-code/"
+        )
+    rows: list[ComparisonRow] = []
+    probes: dict[str, list[HandProbe]] = {}
+    for transcript, probe_file in pairs:
+        session, hand = load_hand_probes(probe_file)
+        probes[session] = hand
+        rows += compare_compactions(transcript, probe_file, strategies=strategies, window=window)
+    table = format_comparison(rows, probes)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "claude_code.md").write_text(
+        "# Real compactions: Claude Code's summary against memctx\n\n"
+        f"Probes written by hand before each session's compact_boundary; window {window:,} "
+        "provider tokens; hash embeddings; summaries by the offline model are extractive.\n\n"
+        + table
+        + "\n",
+        encoding="utf-8",
+    )
+    (out_dir / "claude_code.json").write_text(
+        json.dumps([dataclasses.asdict(r) for r in rows], indent=2) + "\n", encoding="utf-8"
+    )
+    return table
