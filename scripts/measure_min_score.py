@@ -18,8 +18,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-from memctx.bench.locomo.data import load_locomo
 from memctx.bench.locomo.methods import archive_conversation
+from memctx.harness.locomo import load_locomo
 from memctx.retrieval.embeddings import make_embedder
 from memctx.store.memory_search import search_store
 

@@ -34,7 +34,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--suite",
         action="append",
         help="suite to run (repeatable; default: every suite); claude-code: Claude Code's "
-        "own compactions against memctx on hand-written probes (../shared/datasets)",
+        "own compactions against memctx on hand-written probes; locomo: LoCoMo evidence "
+        "recall through the recall block and memory_search (both from ../shared/datasets)",
     )
     parser.add_argument(
         "--strategy",
@@ -177,6 +178,31 @@ def options_from_args(args: argparse.Namespace) -> Any:
 
 
 REAL_COMPACTIONS = "claude-code"
+LOCOMO = "locomo"
+
+
+def _locomo_suite(args: argparse.Namespace) -> int:
+    """``--suite locomo``: LoCoMo evidence recall through the recall block and memory_search,
+    from ``--datasets`` (a LoCoMo JSON file, or a folder holding ``locomo/*.json``) or
+    ``../shared/datasets/locomo/``."""
+    from memctx.errors import MemctxError
+    from memctx.harness.locomo import format_locomo, run_locomo_suite
+
+    root = Path(args.datasets) if args.datasets else shared_datasets_dir()
+    found = [root] if root.is_file() else sorted((root / "locomo").glob("*.json"))
+    if not found:
+        return fail(
+            f"no LoCoMo file under {root}: pass --datasets FILE.json or a folder holding "
+            "locomo/*.json (../shared/datasets by default, or $MEMCTX_DATASETS)"
+        )
+    embeddings = tuple(dict.fromkeys(args.embedding or ("hash", "transformer")))
+    try:
+        rows = run_locomo_suite(found[0], Path(args.out), embeddings=embeddings)
+    except (MemctxError, ValueError, KeyError) as exc:
+        return fail(f"{found[0]}: {exc}")
+    print(format_locomo(rows))
+    print(f"\ntables: {Path(args.out) / 'locomo.md'}")
+    return 0
 
 
 def _claude_code_suite(args: argparse.Namespace) -> int:
@@ -207,11 +233,12 @@ def eval_command(args: argparse.Namespace) -> int:
 
     if args.fail_on and not args.baseline:
         return fail("--fail-on needs --baseline FILE (the summary.json to compare against)")
-    if args.suite and REAL_COMPACTIONS in args.suite:
-        status = _claude_code_suite(args)
-        args.suite = [s for s in args.suite if s != REAL_COMPACTIONS]
-        if status or not args.suite:
-            return status
+    for name, run in ((REAL_COMPACTIONS, _claude_code_suite), (LOCOMO, _locomo_suite)):
+        if args.suite and name in args.suite:
+            status = run(args)
+            args.suite = [s for s in args.suite if s != name]
+            if status or not args.suite:
+                return status
     try:
         options = options_from_args(args)
         if args.baseline:  # checked now, not after the whole run

@@ -8,17 +8,20 @@ from pathlib import Path
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx.bench.locomo.data import load_locomo, normalise_evidence
-from memctx.bench.locomo.evaluate import (
+from memctx.bench.locomo.loo import leave_one_out
+from memctx.bench.locomo.methods import DEFAULT_METHOD, METHODS, run_locomo
+from memctx.harness.locomo import (
+    conversation_messages,
+    evaluate_product,
     evaluate_retriever,
+    load_locomo,
+    normalise_evidence,
     per_turn_packer,
+    recalled_turns,
     rendered_packer,
     turn_item,
     within_budget,
 )
-from memctx.bench.locomo.loo import leave_one_out
-from memctx.bench.locomo.methods import DEFAULT_METHOD, METHODS, run_locomo
-from memctx.bench.locomo.product import conversation_messages, evaluate_product, recalled_turns
 from memctx.recall import build_recall_block
 from memctx.retrieval import HashEmbedder
 

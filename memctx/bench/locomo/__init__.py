@@ -1,3 +1,3 @@
-"""LoCoMo (long conversations with evidence-labelled questions): the adapter, evidence recall
-at k and at a token budget, the ablation table and the leave-one-conversation-out check.
+"""LoCoMo in ``make bench``: the retrieval ablation table and the leave-one-conversation-out
+check, over the adapter and measures of :mod:`memctx.harness.locomo`.
 """

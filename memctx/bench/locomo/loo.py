@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .data import load_locomo
+from memctx.harness.locomo import load_locomo
+
 from .methods import DEFAULT_METHOD, Method, evaluate_methods
 
 __all__ = ["GRID", "LooResult", "leave_one_out", "main"]

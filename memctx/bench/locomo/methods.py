@@ -27,21 +27,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memctx.messages import estimate_tokens
-from memctx.retrieval import SEED_PRESET, Embedder, SearchParams, make_embedder
-from memctx.store import RawStore, search_store
-
-from .data import CATEGORY_NAMES, Conversation, load_locomo
-from .evaluate import (
+from memctx.harness.locomo import (
+    CATEGORY_NAMES,
     KS,
+    Conversation,
     PackerFactory,
     RecallReport,
     Retriever,
+    conversation_messages,
+    evaluate_product,
     evaluate_retriever,
+    load_locomo,
     per_turn_packer,
     rendered_packer,
 )
-from .product import conversation_messages, evaluate_product
+from memctx.messages import estimate_tokens
+from memctx.retrieval import SEED_PRESET, Embedder, SearchParams, make_embedder
+from memctx.store import RawStore, search_store
 
 __all__ = [
     "DEFAULT_METHOD",

@@ -36,7 +36,7 @@ from memctx.runtime import MemoryContext
 from .data import Conversation, Turn
 from .evaluate import RecallReport
 
-__all__ = ["CATEGORIES", "conversation_messages", "evaluate_product", "recalled_turns"]
+__all__ = ["CATEGORIES", "conversation_messages", "evaluate_product", "recalled_turns", "turns_in"]
 
 CATEGORIES = (1, 2, 3, 4)  # category 5 (adversarial) has no evidence to find
 _SPACE = re.compile(r"\s+")
@@ -70,8 +70,18 @@ def conversation_messages(conv: Conversation) -> list[dict[str, Any]]:
 def recalled_turns(block: str, conv: Conversation) -> set[str]:
     """The dialogue ids of the turns whose whole line (``speaker: text``) stands in
     ``block``."""
-    flat = _flat(block)
-    return {turn.dia_id for turn in conv.turns if _flat(f"{turn.speaker}: {_said(turn)}") in flat}
+    return turns_in(block, conv, speaker=True)
+
+
+def turns_in(text: str, conv: Conversation, *, speaker: bool) -> set[str]:
+    """The dialogue ids of the turns whose whole text stands in ``text``: as a
+    ``speaker: text`` line (the recall block) or the text alone (a search hit)."""
+    flat = _flat(text)
+    return {
+        turn.dia_id
+        for turn in conv.turns
+        if _flat(f"{turn.speaker}: {_said(turn)}" if speaker else _said(turn)) in flat
+    }
 
 
 def _block(messages: Sequence[dict[str, Any]]) -> str:

@@ -1,0 +1,63 @@
+"""LoCoMo (long conversations with evidence-labelled questions) in the harness: the adapter,
+evidence recall at k and at a token budget, the product's path through ``on_context`` and
+``memory_search``, and the ``locomo`` suite of ``memctx eval``.
+
+May import: every package below the harness (it is part of it).
+"""
+
+from __future__ import annotations
+
+from .data import CATEGORY_NAMES, Conversation, Question, Turn, load_locomo, normalise_evidence
+from .evaluate import (
+    KS,
+    Packer,
+    PackerFactory,
+    RecallReport,
+    Retriever,
+    evaluate_retriever,
+    per_turn_packer,
+    rendered_packer,
+    turn_item,
+    within_budget,
+)
+from .product import CATEGORIES, conversation_messages, evaluate_product, recalled_turns, turns_in
+from .suite import (
+    DRAGON,
+    LOCOMO_BUDGETS,
+    LOCOMO_KS,
+    MEM0_TOKENS,
+    LocomoRow,
+    format_locomo,
+    run_locomo_suite,
+)
+
+__all__ = [
+    "CATEGORIES",
+    "CATEGORY_NAMES",
+    "DRAGON",
+    "KS",
+    "LOCOMO_BUDGETS",
+    "LOCOMO_KS",
+    "MEM0_TOKENS",
+    "Conversation",
+    "LocomoRow",
+    "Packer",
+    "PackerFactory",
+    "Question",
+    "RecallReport",
+    "Retriever",
+    "Turn",
+    "conversation_messages",
+    "evaluate_product",
+    "evaluate_retriever",
+    "format_locomo",
+    "load_locomo",
+    "normalise_evidence",
+    "per_turn_packer",
+    "recalled_turns",
+    "rendered_packer",
+    "run_locomo_suite",
+    "turn_item",
+    "turns_in",
+    "within_budget",
+]

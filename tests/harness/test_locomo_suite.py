@@ -1,0 +1,74 @@
+"""memctx eval --suite locomo: LoCoMo evidence recall through the product's paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.datasets import dataset_path
+
+from memctx.cli.main import main
+from memctx.harness.locomo import (
+    DRAGON,
+    LocomoRow,
+    format_locomo,
+    load_locomo,
+    run_locomo_suite,
+    turns_in,
+)
+
+
+def test_a_turn_is_found_whole_as_a_block_line_or_as_a_hit() -> None:
+    conv = load_locomo(dataset_path("locomo", "locomo7.json"))[0]
+    turn = conv.turns[3]
+    line = f"[2023-05-08]\n{turn.speaker}: {turn.text}\n…"
+    assert turn.dia_id in turns_in(line, conv, speaker=True)
+    assert turn.dia_id not in turns_in(line[: len(line) // 2], conv, speaker=True)
+    assert turn.dia_id in turns_in(f"x {turn.text} y", conv, speaker=False)
+
+
+def test_one_conversation_through_both_paths_grows_with_the_budget(tmp_path: Path) -> None:
+    rows = run_locomo_suite(
+        dataset_path("locomo", "locomo7.json"),
+        tmp_path,
+        embeddings=("hash",),
+        budgets=(500, 2_000),
+        ks=(5, 25),
+        limit=1,
+    )
+    by = {(r.path, r.size): r for r in rows}
+    assert set(by) == {
+        ("recall block", 500),
+        ("recall block", 2_000),
+        ("memory_search", 5),
+        ("memory_search", 25),
+    }
+    small, large = by[("recall block", 500)], by[("recall block", 2_000)]
+    assert small.questions == large.questions > 100
+    assert 0 < small.evidence_recall < large.evidence_recall <= 1
+    assert small.tokens <= 500 < large.tokens <= 2_000  # the cap holds, on average filled
+    assert by[("memory_search", 5)].evidence_recall < by[("memory_search", 25)].evidence_recall
+    assert set(large.by_category) >= {1, 2, 3, 4}
+    saved = json.loads((tmp_path / "locomo.json").read_text())
+    assert len(saved) == 4 and (tmp_path / "locomo.md").read_text().startswith("# LoCoMo")
+
+
+def test_the_table_names_every_row_and_the_published_references() -> None:
+    row = LocomoRow(
+        "hash", "recall block", 2_000, 150, 0.843, {1: 0.5, 2: 1.0, 3: 0.5, 4: 0.9}, 0.2, 1984.0
+    )
+    table = format_locomo([row])
+    assert (
+        "| hash | recall block | 2,000 | 150 | 84.3 % | 50.0 % | 100.0 % | 50.0 % | 90.0 % | - |"
+        in table
+    )
+    assert f"k = 5: {100 * DRAGON[5]:.1f} %" in table and "1,764" in table
+
+
+def test_the_command_refuses_a_folder_without_locomo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert main(["eval", "--suite", "locomo", "--datasets", str(tmp_path), "--out", str(out)]) == 2
+    assert "no LoCoMo file under" in capsys.readouterr().err
