@@ -201,6 +201,14 @@ def _locomo_suite(args: argparse.Namespace) -> int:
     except (MemctxError, ValueError, KeyError) as exc:
         return fail(f"{found[0]}: {exc}")
     print(format_locomo(rows))
+    if not args.no_report:
+        from dataclasses import asdict
+
+        from memctx.harness.report import locomo_chart
+
+        chart = locomo_chart([asdict(r) for r in rows], Path(args.out) / "charts")
+        if chart is not None:
+            print(f"chart: {chart.path}")
     print(f"\ntables: {Path(args.out) / 'locomo.md'}")
     return 0
 

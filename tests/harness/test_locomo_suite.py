@@ -17,6 +17,7 @@ from memctx.harness.locomo import (
     run_locomo_suite,
     turns_in,
 )
+from memctx.harness.report import locomo_chart
 
 
 def test_a_turn_is_found_whole_as_a_block_line_or_as_a_hit() -> None:
@@ -72,3 +73,22 @@ def test_the_command_refuses_a_folder_without_locomo(
     out = tmp_path / "run"
     assert main(["eval", "--suite", "locomo", "--datasets", str(tmp_path), "--out", str(out)]) == 2
     assert "no LoCoMo file under" in capsys.readouterr().err
+
+
+def test_the_chart_draws_both_paths_with_the_references(tmp_path: Path) -> None:
+    rows = [
+        {"embedding": e, "path": p, "size": s, "evidence_recall": r}
+        for e in ("hash", "transformer")
+        for p, s, r in (
+            ("recall block", 500, 0.6),
+            ("recall block", 2_000, 0.8),
+            ("memory_search", 5, 0.55),
+            ("memory_search", 50, 0.85),
+        )
+    ]
+    chart = locomo_chart(rows, tmp_path / "charts")
+    assert chart is not None and chart.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "DRAGON" in chart.caption and "Mem0" in chart.caption
+    again = locomo_chart(rows, tmp_path / "again")
+    assert again is not None and again.path.read_bytes() == chart.path.read_bytes()
+    assert locomo_chart([], tmp_path / "none") is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .checks import Check, run_checks
 from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
+from .real_data import LOCOMO_CHART, locomo_chart
 from .report import (
     RUN_FILES,
     RunDirError,
@@ -21,6 +22,7 @@ from .report import (
 )
 
 __all__ = [
+    "LOCOMO_CHART",
     "RUN_FILES",
     "Check",
     "FrontierPoint",
@@ -32,6 +34,7 @@ __all__ = [
     "headline_table",
     "load_probes",
     "load_summary",
+    "locomo_chart",
     "report_main",
     "run_checks",
     "suite_table",
