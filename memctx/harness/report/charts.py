@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["LONG_SUITE", "Chart", "pick_session", "session_calls", "write_charts"]
+__all__ = [
+    "LONG_SUITE",
+    "Chart",
+    "new_figure",
+    "pick_session",
+    "save_figure",
+    "session_calls",
+    "write_charts",
+]
 
 DPI = 110
 _LABEL_PT = 8  # the frontier chart's point labels
@@ -60,13 +68,15 @@ def _colours(run_pairs: Sequence[Pair]) -> dict[Pair, Any]:
     return {pair: cmap(i % 10) for i, pair in enumerate(run_pairs)}
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A figure of the report's size and layout (no pyplot state)."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as a byte-stable PNG (no "Software" metadata) and return ``path``."""
     fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
     return path
 
@@ -102,7 +112,7 @@ def _recall_vs_tokens(
     }
     if not points:
         return None
-    fig = _figure(9.5, 5)
+    fig = new_figure(9.5, 5)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
     markers = {"-": "o", "hash": "s", "transformer": "^"}
@@ -134,7 +144,7 @@ def _recall_vs_tokens(
     ax.set_title("Recall accuracy vs tokens per call (all suites)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "Recall accuracy vs tokens per call",
         "Up and to the left is better: more answers in context for fewer tokens.",
     )
@@ -146,7 +156,7 @@ def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -
     if not names:
         return None
     costs = [_num(records[p].get("cost_usd")) or 0.0 for p in names]
-    fig = _figure(max(7.5, 1.2 * len(names) + 1.5), 4.8)
+    fig = new_figure(max(7.5, 1.2 * len(names) + 1.5), 4.8)
     ax = fig.add_subplot()
     bars = ax.bar([_tick(p) for p in names], costs, color=[colours[p] for p in names])
     _bar_labels(ax, bars, [f"${c:,.2f}" if c >= 10 else f"${c:.4g}" for c in costs])
@@ -155,7 +165,7 @@ def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -
     ax.tick_params(axis="x", labelsize=9)
     ax.margins(y=0.12)
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "Cost per strategy",
         "Input tokens priced at the answering model's rates: the prefix cached by the "
         "previous call as cache reads, the rest as cache writes (where the provider bills "
@@ -170,7 +180,7 @@ def _frontier(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Pat
     drawn = [p for p in points if p.excluded is None]
     if not drawn:
         return None
-    fig = _figure(9.5, 5.2)
+    fig = new_figure(9.5, 5.2)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
     markers = {"-": "o", "hash": "s", "transformer": "^"}
@@ -244,7 +254,7 @@ def _frontier(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Pat
         )
     left_out = [f"{p.label} ({p.excluded})" for p in points if p.excluded is not None]
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "Cost vs recall accuracy: the frontier",
         "Up and to the left is better. Filled: on the frontier (not dominated), joined by "
         "the step line; hollow: dominated. Dominance compares the point estimates, not the "
@@ -284,7 +294,7 @@ def _by_suite(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Pat
         series.append(
             (pair_label(*pair), [None if v is None else 100 * v for v in values], colours[pair])
         )
-    fig = _figure(max(8.0, 1.3 * len(names) + 2), 5)
+    fig = new_figure(max(8.0, 1.3 * len(names) + 2), 5)
     ax = fig.add_subplot()
     _grouped(ax, names, series, "{:.0f}")
     ax.set_ylabel("Recall accuracy (%)")
@@ -295,7 +305,7 @@ def _by_suite(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Pat
         loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=min(4, len(series)), frameon=False
     )
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "Recall accuracy by suite",
         "Share of probes whose context holds an expected answer (full: fitted probes).",
     )
@@ -323,7 +333,7 @@ def _hash_vs_transformer(
                 colours[("memory-context", embedding)],
             )
         )
-    fig = _figure(max(8.0, 1.1 * len(names) + 2), 4.8)
+    fig = new_figure(max(8.0, 1.1 * len(names) + 2), 4.8)
     ax = fig.add_subplot()
     _grouped(ax, names, series, "{:.0f}")
     ax.set_ylabel("Recall accuracy (%)")
@@ -338,7 +348,7 @@ def _hash_vs_transformer(
         frameon=False,
     )
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "hash vs transformer (memory-context)",
         "Recall accuracy of memory-context per suite with each embedder.",
     )
@@ -354,7 +364,7 @@ def _latency(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path
         ("p50", [_num(records[p].get("hook_p50_ms")) for p in names], "tab:blue"),
         ("p95", [_num(records[p].get("hook_p95_ms")) for p in names], "tab:orange"),
     ]
-    fig = _figure(max(7.5, 1.2 * len(names) + 1.5), 4.8)
+    fig = new_figure(max(7.5, 1.2 * len(names) + 1.5), 4.8)
     ax = fig.add_subplot()
     _grouped(ax, groups, series, "{:.1f}")
     values = [v for _, vs, _ in series for v in vs if v]
@@ -366,7 +376,7 @@ def _latency(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path
     ax.margins(y=0.12)
     ax.legend(frameon=False)
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "Hook latency",
         "Time the strategy adds before each model call (machine-dependent).",
     )
@@ -412,7 +422,7 @@ def _tokens_over_calls(
     if not lines:
         return None
     first = rows[0]
-    fig = _figure(10, 5.2)
+    fig = new_figure(10, 5.2)
     ax = fig.add_subplot()
     reference = max(lines.values(), key=len)
     ax.plot(
@@ -469,7 +479,7 @@ def _tokens_over_calls(
     ax.set_title(f"Tokens per call over one session: {first['scenario']} ({first['suite']})")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return Chart(
-        _save(fig, path),
+        save_figure(fig, path),
         "Tokens over calls",
         f"Session {first['session']}: input tokens of each model call per strategy, "
         "with compaction, trim and overflow events marked.",

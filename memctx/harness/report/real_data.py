@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .charts import Chart, _figure, _save
+from .charts import Chart, new_figure, save_figure
 
 __all__ = ["LOCOMO_CHART", "locomo_chart"]
 
@@ -28,7 +28,7 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
     if not rows:
         return None
     out_dir.mkdir(parents=True, exist_ok=True)
-    fig = _figure(11.0, 4.6)
+    fig = new_figure(11.0, 4.6)
     block, search = fig.subplots(1, 2, sharey=True)
     for embedding in dict.fromkeys(str(r["embedding"]) for r in rows):
         colour, marker = _STYLE.get(embedding, ("tab:gray", "^"))
@@ -67,7 +67,7 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
     search.set(title="memory_search", xlabel="k (results)", ylim=(0, 100))
     for ax in (block, search):
         ax.legend(loc="lower right", fontsize=8)
-    path = _save(fig, out_dir / LOCOMO_CHART)
+    path = save_figure(fig, out_dir / LOCOMO_CHART)
     return Chart(
         path,
         "LoCoMo evidence recall against budget",
