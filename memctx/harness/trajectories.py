@@ -1,8 +1,9 @@
 """Real agent trajectories through every strategy at small windows (issue 14, part 3).
 
-SWE-agent (``swe-agent/*.traj``), OpenHands (``openhands-swe-gym/sample_raw.json``) and
-SWE-agent-on-nebius (``swe-agent-nebius/sample_raw.json``) trajectories were written by
-agents nobody here built, for windows far larger than 16K or 32K tokens. Replayed at those
+Claude Code sessions (``claude-code/*.jsonl``), SWE-agent (``swe-agent/*.traj``), OpenHands
+(``openhands-swe-gym/sample_raw.json``) and SWE-agent-on-nebius
+(``swe-agent-nebius/sample_raw.json``) trajectories were written by agents nobody here built,
+for windows far larger than 16K or 32K tokens. Replayed at those
 windows, every strategy has to trim or compact, and every call is checked like a synthetic
 one (tool pairing, recall cap, the window, secrets on disk). A row reports the calls, the
 largest transcript, the mean context sent, the share of the whole transcript's tokens not
@@ -39,6 +40,7 @@ __all__ = [
 
 # Folder under the datasets root -> the files it holds.
 TRAJECTORY_DATASETS: dict[str, str] = {
+    "claude-code": "*.jsonl",
     "swe-agent": "*.traj",
     "openhands-swe-gym": "sample_raw.json",
     "swe-agent-nebius": "sample_raw.json",

@@ -53,7 +53,12 @@ def test_saved_is_measured_against_the_whole_transcript_and_pooled_by_tokens() -
 def test_every_strategy_replays_a_slice_of_each_dataset_with_zero_violations() -> None:
     root = dataset_path("swe-agent").parent
     rows = replay_trajectories(root, DEFAULT_STRATEGIES, (16_000,), limit=1)
-    assert {r.dataset for r in rows} == {"swe-agent", "openhands-swe-gym", "swe-agent-nebius"}
+    assert {r.dataset for r in rows} == {
+        "claude-code",
+        "swe-agent",
+        "openhands-swe-gym",
+        "swe-agent-nebius",
+    }
     assert {r.strategy for r in rows} == set(DEFAULT_STRATEGIES)
     assert [r for r in rows if r.violations] == []
     # At 16K the OpenHands run does not fit whole: every strategy but full sends less.
