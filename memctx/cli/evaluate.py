@@ -241,6 +241,13 @@ def eval_command(args: argparse.Namespace) -> int:
 
     if args.fail_on and not args.baseline:
         return fail("--fail-on needs --baseline FILE (the summary.json to compare against)")
+    # A run folder shows what this command ran: real-data tables of an earlier run go.
+    out = Path(args.out)
+    if out.is_dir():
+        for name, stale in ((LOCOMO, "locomo"), (REAL_COMPACTIONS, "claude_code")):
+            if not (args.suite and name in args.suite):
+                for leftover in (f"{stale}.md", f"{stale}.json", f"charts/{stale}_recall.png"):
+                    (out / leftover).unlink(missing_ok=True)
     for name, run in ((REAL_COMPACTIONS, _claude_code_suite), (LOCOMO, _locomo_suite)):
         if args.suite and name in args.suite:
             status = run(args)

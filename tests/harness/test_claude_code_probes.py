@@ -105,3 +105,21 @@ def test_eval_suite_claude_code_writes_the_tables(
     assert (out / "claude_code.md").read_text().startswith("# Real compactions")
     rows = json.loads((out / "claude_code.json").read_text())
     assert {r["config"] for r in rows} == {*CLAUDE_CODE_CONFIGS, "truncate"}
+
+
+def test_the_report_of_a_run_with_real_data_has_the_section_and_a_later_run_drops_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset_path("claude-code")
+    if not PROBE_FILES:
+        pytest.skip("no probes written yet")
+    out = tmp_path / "run"
+    base = ["eval", "--suite", "needle", "--strategy", "truncate", "--out", str(out)]
+    assert main([*base, "--suite", "claude-code"]) == 0
+    report = (out / "report.md").read_text()
+    assert "## Real data" in report and "| claude-code summary |" in report
+    assert "<h2>Real data</h2>" in (out / "report.html").read_text()
+    assert main(base) == 0  # the same folder, no real data asked: none shown
+    assert "## Real data" not in (out / "report.md").read_text()
+    assert not (out / "claude_code.md").exists()
+    capsys.readouterr()

@@ -9,15 +9,18 @@ nothing of the suite that wrote them.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .charts import Chart, new_figure, save_figure
 
-__all__ = ["LOCOMO_CHART", "locomo_chart"]
+__all__ = ["LOCOMO_CHART", "REAL_DATA_FILES", "locomo_chart", "real_data_html", "real_data_md"]
 
 LOCOMO_CHART = "locomo_recall.png"
+# What the real-data suites leave in a run folder (memctx eval --suite locomo / claude-code).
+REAL_DATA_FILES = ("locomo.md", "claude_code.md")
 _DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}  # LoCoMo paper, Table 3, categories 1-4
 _MEM0_TOKENS = 1_764  # Mem0 paper, Table 2
 _STYLE = {"hash": ("tab:blue", "o"), "transformer": ("tab:orange", "s")}
@@ -75,3 +78,39 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
         "tokens per question marked, and of memory_search by k, with the DRAGON retriever's "
         "published figures (all 10 conversations; memctx's on the ones given).",
     )
+
+
+def _parts(run_dir: Path) -> list[str]:
+    """The real-data tables a run folder holds, each without its own title line."""
+    parts = []
+    for name in REAL_DATA_FILES:
+        path = run_dir / name
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            title = lines[0].lstrip("# ").strip() if lines else name
+            parts.append(f"### {title}\n\n" + "\n".join(lines[1:]).strip())
+    return parts
+
+
+def real_data_md(run_dir: Path) -> str:
+    """The report's "Real data" section from the real-data suites' tables in ``run_dir``
+    (``""`` when none ran into it)."""
+    parts = _parts(run_dir)
+    if not parts:
+        return ""
+    chart = run_dir / "charts" / LOCOMO_CHART
+    figure = f"\n\n![LoCoMo evidence recall](charts/{LOCOMO_CHART})" if chart.is_file() else ""
+    return "\n## Real data\n\n" + "\n\n".join(parts) + figure + "\n"
+
+
+def real_data_html(run_dir: Path) -> str:
+    """The same section for ``report.html``: the tables as preformatted text, the chart."""
+    parts = _parts(run_dir)
+    if not parts:
+        return ""
+    chart = run_dir / "charts" / LOCOMO_CHART
+    image = (
+        f'<img src="charts/{LOCOMO_CHART}" alt="LoCoMo evidence recall">' if chart.is_file() else ""
+    )
+    body = "".join(f"<pre>{html.escape(p)}</pre>" for p in parts)
+    return f"<h2>Real data</h2>{body}{image}"

@@ -25,6 +25,7 @@ from ..schema import RECORD_METRICS
 from .checks import ALL, Check, pair_label, pairs, run_checks, suites
 from .frontier import FRONTIER_CHART, FRONTIER_NOTE, frontier, frontier_reading, frontier_table
 from .notes import summary_model_note
+from .real_data import real_data_html, real_data_md
 
 __all__ = [
     "RUN_FILES",
@@ -553,9 +554,11 @@ def write_report(run_dir: Path) -> list[Path]:
     checks = run_checks(summary, probes)
     charts, note = _charts(run_dir, summary)
     md = run_dir / "report.md"
-    md.write_text(_md(summary, checks, charts, note), encoding="utf-8")
+    md.write_text(_md(summary, checks, charts, note) + real_data_md(run_dir), encoding="utf-8")
     page = run_dir / "report.html"
-    page.write_text(_html(summary, checks, charts, note), encoding="utf-8")
+    page_html = _html(summary, checks, charts, note)
+    page_html = page_html.replace("</body></html>", real_data_html(run_dir) + "</body></html>")
+    page.write_text(page_html, encoding="utf-8")
     return [md, page, *(c.path for c in charts)]
 
 
