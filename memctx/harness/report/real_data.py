@@ -47,7 +47,7 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
     block.axvline(_MEM0_TOKENS, color="gray", linestyle="--", linewidth=1)
     block.annotate(
         "Mem0: ≈ 1,764 tokens / question",
-        (_MEM0_TOKENS, 8),
+        (_MEM0_TOKENS, 45),
         xytext=(6, 0),
         textcoords="offset points",
         fontsize=8,
