@@ -186,7 +186,13 @@ def _locomo_suite(args: argparse.Namespace) -> int:
     from ``--datasets`` (a LoCoMo JSON file, or a folder holding ``locomo/*.json``) or
     ``../shared/datasets/locomo/``."""
     from memctx.errors import MemctxError
-    from memctx.harness.locomo import format_locomo, run_locomo_suite
+    from memctx.harness import DEFAULT_STRATEGIES
+    from memctx.harness.locomo import (
+        format_locomo,
+        format_strategy_rows,
+        run_locomo_strategies,
+        run_locomo_suite,
+    )
 
     root = Path(args.datasets) if args.datasets else shared_datasets_dir()
     found = [root] if root.is_file() else sorted((root / "locomo").glob("*.json"))
@@ -196,11 +202,17 @@ def _locomo_suite(args: argparse.Namespace) -> int:
             "locomo/*.json (../shared/datasets by default, or $MEMCTX_DATASETS)"
         )
     embeddings = tuple(dict.fromkeys(args.embedding or ("hash", "transformer")))
+    strategies = args.strategy or DEFAULT_STRATEGIES
     try:
         rows = run_locomo_suite(found[0], Path(args.out), embeddings=embeddings)
+        played = run_locomo_strategies(found[0], strategies, embeddings=embeddings)
     except (MemctxError, ValueError, KeyError) as exc:
         return fail(f"{found[0]}: {exc}")
+    table = format_strategy_rows(played)
+    with (Path(args.out) / "locomo.md").open("a", encoding="utf-8") as md:
+        md.write(f"\nThrough the strategies, each conversation played as a session:\n\n{table}\n")
     print(format_locomo(rows))
+    print(f"\n{table}")
     if not args.no_report:
         from dataclasses import asdict
 

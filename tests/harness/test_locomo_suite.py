@@ -13,7 +13,10 @@ from memctx.harness.locomo import (
     DRAGON,
     LocomoRow,
     format_locomo,
+    format_strategy_rows,
     load_locomo,
+    locomo_scenario,
+    run_locomo_strategies,
     run_locomo_suite,
     turns_in,
 )
@@ -92,3 +95,23 @@ def test_the_chart_draws_both_paths_with_the_references(tmp_path: Path) -> None:
     again = locomo_chart(rows, tmp_path / "again")
     assert again is not None and again.path.read_bytes() == chart.path.read_bytes()
     assert locomo_chart([], tmp_path / "none") is None
+
+
+def test_a_conversation_played_through_the_strategies_is_judged_like_any_scenario() -> None:
+    path = dataset_path("locomo", "locomo7.json")
+    conv = load_locomo(path)[0]
+    scenario = locomo_scenario(conv)
+    assert scenario.probes and all(
+        p.at == len(scenario.sessions[0].messages) for p in scenario.probes
+    )
+    assert all(p.evidence_text for p in scenario.probes)  # the evidence turns' own words
+    rows = run_locomo_strategies(
+        path, ("full", "truncate", "memory-context"), embeddings=("hash",), limit=1
+    )
+    by = {r.strategy: r for r in rows}
+    assert by["full"].fit == 0  # the whole conversation does not fit 16,000 tokens
+    assert by["truncate"].fit == by["truncate"].questions == len(scenario.probes)
+    assert 0 < by["truncate"].evidence < 1 and by["memory-context"].embedding == "hash"
+    assert all(r.violations == 0 for r in rows)
+    table = format_strategy_rows(rows)
+    assert f"| truncate | - | {len(scenario.probes)} ({len(scenario.probes)}) |" in table

@@ -21,6 +21,13 @@ from .evaluate import (
     within_budget,
 )
 from .product import CATEGORIES, conversation_messages, evaluate_product, recalled_turns, turns_in
+from .strategies import (
+    LOCOMO_WINDOW,
+    StrategyRow,
+    format_strategy_rows,
+    locomo_scenario,
+    run_locomo_strategies,
+)
 from .suite import (
     DRAGON,
     LOCOMO_BUDGETS,
@@ -38,6 +45,7 @@ __all__ = [
     "KS",
     "LOCOMO_BUDGETS",
     "LOCOMO_KS",
+    "LOCOMO_WINDOW",
     "MEM0_TOKENS",
     "Conversation",
     "LocomoRow",
@@ -46,16 +54,20 @@ __all__ = [
     "Question",
     "RecallReport",
     "Retriever",
+    "StrategyRow",
     "Turn",
     "conversation_messages",
     "evaluate_product",
     "evaluate_retriever",
     "format_locomo",
+    "format_strategy_rows",
     "load_locomo",
+    "locomo_scenario",
     "normalise_evidence",
     "per_turn_packer",
     "recalled_turns",
     "rendered_packer",
+    "run_locomo_strategies",
     "run_locomo_suite",
     "turn_item",
     "turns_in",
