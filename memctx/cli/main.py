@@ -163,7 +163,14 @@ def _cmd_trajectories(args: argparse.Namespace) -> int:
     rows = replay_trajectories(root, strategies, windows, limit=args.limit)
     if not rows:
         return fail(f"no trajectories under {root} (swe-agent/, openhands-swe-gym/, ...)")
-    print(format_trajectory_table(rows))
+    table = format_trajectory_table(rows)
+    print(table)
+    if args.out:  # beside a run's other tables: its report shows them under "Real data"
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "trajectories.md").write_text(
+            "# Real agent trajectories at small windows\n\n" + table + "\n", encoding="utf-8"
+        )
     bad = sum(r.violations for r in rows)
     if bad:
         print(f"FAIL  {bad} invariant violation(s)", file=sys.stderr)
@@ -293,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     trajectories.add_argument("--strategy", action="append", help="repeatable; default: all")
     trajectories.add_argument("--limit", type=int, help="at most N trajectories per dataset")
+    trajectories.add_argument(
+        "--out", help="also write trajectories.md there (a run folder: its report shows it)"
+    )
     trajectories.set_defaults(func=_cmd_trajectories)
 
     from .evaluate import add_eval_arguments

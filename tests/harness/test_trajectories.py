@@ -15,6 +15,7 @@ from memctx.harness import (
     format_trajectory_table,
     replay_trajectories,
 )
+from memctx.harness.report import real_data_md
 
 MARSHMALLOW = "replay__marshmallow-code__marshmallow-1867__function_calling"
 
@@ -85,9 +86,14 @@ def test_the_command_prints_the_table_and_refuses_a_bad_strategy_first(
 ) -> None:
     root = dataset_path("swe-agent").parent
     args = ["trajectories", "--datasets", str(root), "--limit", "1", "--window", "16000"]
-    assert main([*args, "--strategy", "truncate"]) == 0
+    run = tmp_path / "run"
+    assert main([*args, "--strategy", "truncate", "--out", str(run)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| dataset | strategy | window |") and "| swe-agent | truncate |" in out
+    written = (run / "trajectories.md").read_text()
+    assert written.startswith("# Real agent trajectories") and out.strip() in written
+    section = real_data_md(run)  # a report of that run folder shows it under Real data
+    assert section.startswith("\n## Real data") and "| swe-agent | truncate |" in section
     assert main([*args, "--strategy", "nope"]) == 2
     assert "unknown strategy 'nope'" in capsys.readouterr().err
     assert main(["trajectories", "--datasets", str(tmp_path)]) == 2  # an empty folder

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .checks import Check, run_checks
 from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
-from .real_data import LOCOMO_CHART, locomo_chart
+from .real_data import LOCOMO_CHART, REAL_DATA_FILES, locomo_chart, real_data_html, real_data_md
 from .report import (
     RUN_FILES,
     RunDirError,
@@ -23,6 +23,7 @@ from .report import (
 
 __all__ = [
     "LOCOMO_CHART",
+    "REAL_DATA_FILES",
     "RUN_FILES",
     "Check",
     "FrontierPoint",
@@ -35,6 +36,8 @@ __all__ = [
     "load_probes",
     "load_summary",
     "locomo_chart",
+    "real_data_html",
+    "real_data_md",
     "report_main",
     "run_checks",
     "suite_table",

@@ -19,8 +19,9 @@ from .charts import Chart, new_figure, save_figure
 __all__ = ["LOCOMO_CHART", "REAL_DATA_FILES", "locomo_chart", "real_data_html", "real_data_md"]
 
 LOCOMO_CHART = "locomo_recall.png"
-# What the real-data suites leave in a run folder (memctx eval --suite locomo / claude-code).
-REAL_DATA_FILES = ("locomo.md", "claude_code.md")
+# What the real-data suites leave in a run folder (memctx eval --suite locomo / claude-code,
+# memctx trajectories --out).
+REAL_DATA_FILES = ("locomo.md", "claude_code.md", "trajectories.md")
 _DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}  # LoCoMo paper, Table 3, categories 1-4
 _MEM0_TOKENS = 1_764  # Mem0 paper, Table 2
 _STYLE = {"hash": ("tab:blue", "o"), "transformer": ("tab:orange", "s")}
