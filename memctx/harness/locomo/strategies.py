@@ -12,13 +12,13 @@ every synthetic scenario.
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine import run_scenario
+from ..metrics import aggregate
 from ..scenario import Probe, Scenario, Session
 from ..strategies import parse_strategy
 from .data import Conversation, load_locomo
@@ -108,47 +108,45 @@ def run_locomo_strategies(
     """Play the LoCoMo conversations at ``path`` through each strategy (module docstring);
     a strategy that does not search runs once."""
     scenarios = [locomo_scenario(c, window) for c in load_locomo(path)[:limit]]
+    for strategy in strategies:
+        parse_strategy(strategy)  # an unknown name fails before any replay
     rows = []
     with tempfile.TemporaryDirectory(prefix="memctx-locomo-play-") as tmp:
-        for strategy in strategies:
-            parse_strategy(strategy)  # an unknown name fails before any replay
         for strategy in strategies:
             for embedding in embeddings:
                 results = [
                     run_scenario(
-                        s,
+                        scenario,
                         strategy,
                         embedding,
                         config_overrides=_RETENTION,
-                        work_dir=Path(tmp) / f"{k}",
+                        # A fresh folder per job: a store left by another must not be found.
+                        work_dir=Path(tmp) / f"{strategy}-{embedding}-{k}",
                     )
-                    for k, s in enumerate(scenarios)
+                    for k, scenario in enumerate(scenarios)
                 ]
-                asked = [p for r in results for p in r.probes]
-                probes = [p for p in asked if p.fit]
-                calls = [c for r in results for c in r.calls]
-                shown = asked[0].embedding if asked else embedding
+                shown = next((p.embedding for r in results for p in r.probes), embedding)
+                (record,) = [
+                    r
+                    for r in aggregate([("locomo", strategy, shown, r) for r in results])
+                    if r["suite"] == "locomo"
+                ]
                 rows.append(
                     StrategyRow(
                         strategy,
                         shown,
-                        len(asked),
-                        len(probes),
-                        _mean(p.evidence for p in probes),
-                        _mean(float(p.correct) for p in probes),
-                        _mean(float(p.correct or bool(p.tool_hit)) for p in probes),
-                        round(statistics.fmean(c.sent_tokens for c in calls), 1) if calls else 0.0,
-                        sum(sum(map(int, r.stats["violation_kinds"].values())) for r in results),
+                        record["probes"],
+                        record["fit"],
+                        record["evidence_recall"] or 0.0,
+                        record["recall_accuracy"] or 0.0,
+                        record["tool_accuracy"] or 0.0,
+                        record["tokens_per_call"],
+                        record["violations"],
                     )
                 )
                 if shown == "-":
                     break  # it does not search: the same context whatever the embedder
     return rows
-
-
-def _mean(values: Iterable[float]) -> float:
-    found = list(values)
-    return round(statistics.fmean(found), 4) if found else 0.0
 
 
 def format_strategy_rows(rows: Sequence[StrategyRow], window: int = LOCOMO_WINDOW) -> str:
