@@ -34,13 +34,14 @@ from typing import Any
 
 from memctx.config import MemoryContextConfig
 from memctx.errors import MemctxError
-from memctx.messages import TokenCounter, fit_usage, message_text
+from memctx.messages import TokenCounter, message_text
 from memctx.runtime import MemoryContext
 from memctx.transcripts import Transcript, load_transcript
 
 from .adapters import transcript_scenario
 from .answers import normalise_answer
 from .engine import run_scenario
+from .replay import transcript_fit
 from .scenario import Probe, Session
 
 __all__ = [
@@ -183,7 +184,9 @@ def compare_compactions(
                     return [m for m in engine.on_context([*base, asked]) if m is not asked]
 
                 rows.append(_judge(session, config, probes, context, counter))
-        budget = _counted_window(transcript, window)
+        # The window in memctx's count, from the session's reported usage, as replays read it.
+        fit = transcript_fit(transcript)
+        budget = fit.to_counted(window) if fit is not None else window
         for strategy in strategies:
             rows.append(_strategy_row(session, transcript, history, probes, strategy, budget, tmp))
     return rows
@@ -205,19 +208,6 @@ def _judge(
             kept.append(probe.id)
     mean = sum(tokens) / len(tokens) if tokens else 0.0
     return ComparisonRow(session, config, tuple(kept), len(probes), round(mean, 1))
-
-
-def _counted_window(transcript: Transcript, window: int) -> int:
-    """``window`` provider tokens in memctx's count, from the session's reported usage."""
-    if not transcript.usage:
-        return window
-    fit = fit_usage(
-        transcript.messages,
-        {i: u.context_tokens for i, u in transcript.usage.items()},
-        TokenCounter(),
-        compaction_boundary=transcript.compaction_boundary,
-    )
-    return fit.to_counted(window) if fit is not None else window
 
 
 def _strategy_row(

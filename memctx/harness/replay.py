@@ -45,7 +45,12 @@ from .metrics import percentile
 from .schema import CallRow
 from .strategies import HOOK_STRATEGY
 
-__all__ = ["ReplayReport", "format_replay", "replay_transcript"]
+__all__ = [
+    "ReplayReport",
+    "format_replay",
+    "replay_transcript",
+    "transcript_fit",
+]
 
 # The table's columns, in order: every key of ReplayReport.summary but llm_tokens and
 # hook_failures, which only the JSON carries, so that a row fits a wide terminal.
@@ -224,7 +229,7 @@ def replay_transcript(
             window smaller than what the transcript does not hold.
         ConfigError: Invalid overrides.
     """
-    fit = _fit(transcript, overrides) if calibrate is not False else None
+    fit = transcript_fit(transcript, overrides) if calibrate is not False else None
     if calibrate is True and fit is None:
         raise ValueError(
             f"{Path(transcript.source).name} reports no input usage for two calls of "
@@ -255,8 +260,12 @@ def replay_transcript(
     return ReplayReport(transcript.source, strategy, window, result, fit, recorded)
 
 
-def _fit(transcript: Transcript, overrides: Mapping[str, Any] | None) -> UsageFit | None:
-    """The transcript's calibration with the counter the replay will count with."""
+def transcript_fit(
+    transcript: Transcript, overrides: Mapping[str, Any] | None = None
+) -> UsageFit | None:
+    """The transcript's calibration (provider tokens = unseen + scale x counted, fitted on
+    its reported usage before any compaction) with the counter the replay counts with, or
+    ``None`` when it reports no usage."""
     if not transcript.usage:
         return None
     config = MemoryContextConfig(enabled=True).with_overrides(dict(overrides or {}))
