@@ -174,6 +174,7 @@ class SessionSummary:
         self._seen_limit = _SEEN_PER_ITEM * config.summary_max_items
         self._seen = dict.fromkeys(list(seen)[-self._seen_limit :])
         self._writable = writable
+        self._last: Any = None  # the caller's message at ``count - 1`` when last updated
 
     @classmethod
     def open(
@@ -249,6 +250,8 @@ class SessionSummary:
             return True
         if self._count == 0:
             return False
+        if messages[self._count - 1] is self._last:
+            return False  # the very message read last time: called every turn, read once
         last = next(reversed(self._seen), None)
         return self._read(messages[self._count - 1])[0] != last
 
@@ -284,6 +287,7 @@ class SessionSummary:
             del self._seen[next(iter(self._seen))]
         del self._items[: -self._config.summary_max_items]
         self._count = len(messages)
+        self._last = messages[-1] if messages else None
         if added or before != (self._count, list(self._seen)):
             self._save()
         return added

@@ -339,7 +339,7 @@ class MemoryContext:
         originals: dict[int, Any] = {}
         if self._pruning is not None:
             pruned = self._pruning.apply(messages, self._clock())
-            if pruned.ran and (pruned.soft_trimmed or pruned.cleared):
+            if pruned.pruned_now:
                 self._counts["prunings"] += 1
                 self._counts["tool_results_soft_trimmed"] += pruned.soft_trimmed
                 self._counts["tool_results_cleared"] += pruned.cleared

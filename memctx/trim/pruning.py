@@ -245,6 +245,11 @@ class SessionPrune:
     soft_trimmed: int = 0
     cleared: int = 0
 
+    @property
+    def pruned_now(self) -> bool:
+        """Pruning ran on this call and changed tool results (what a caller counts)."""
+        return self.ran and bool(self.soft_trimmed or self.cleared)
+
 
 class PruningSession:
     """Seed 003's pruning across the calls of one session, cache-aware.

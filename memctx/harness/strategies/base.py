@@ -59,6 +59,7 @@ from memctx.messages import (
     is_recalled_block,
     leading_system_count,
 )
+from memctx.trim import PruningSession
 
 __all__ = [
     "HOOK_STRATEGY",
@@ -78,6 +79,7 @@ __all__ = [
     "leading_blocks",
     "make_strategy",
     "parse_strategy",
+    "pruning_session",
     "register_strategy",
     "send_whole",
 ]
@@ -351,6 +353,15 @@ class TruncateStrategy(BaseStrategy):
             return Prepared(list(transcript), latency)
         dropped = "dropped the oldest messages"
         return Prepared(transcript[:head] + transcript[cut:], latency, True, recovery=dropped)
+
+
+def pruning_session(setup: StrategySetup, config: MemoryContextConfig) -> PruningSession:
+    """Seed 003's pruning for a strategy that takes ``NAME:pruning=off|cache-ttl``
+    (``cache-ttl`` unless its name says otherwise; the rest of ``contextPruning`` from
+    ``config``)."""
+    mode = setup.params.get("pruning", "cache-ttl")
+    pruning = config.with_overrides({"contextPruning.mode": mode}).context_pruning
+    return PruningSession(pruning, setup.window, infos=setup.infos)
 
 
 def send_whole(

@@ -38,7 +38,6 @@ import datetime as dt
 from memctx.compaction import AgentCompactor, FlushTracker, run_flush
 from memctx.llm import LLMClient
 from memctx.store import MemoryFiles
-from memctx.trim import PruningSession
 
 from .base import (
     BaseStrategy,
@@ -47,6 +46,7 @@ from .base import (
     StrategySetup,
     TruncateStrategy,
     client_usage,
+    pruning_session,
     send_whole,
 )
 from .memory_context import shared_embedder
@@ -80,9 +80,7 @@ class OpenClawStrategy(BaseStrategy):
         )
         self._fitter = TruncateStrategy(setup)
         self.overflow = OverflowRecoverer(setup, self.config, self.client)
-        mode = setup.params.get("pruning", "cache-ttl")
-        pruning = self.config.with_overrides({"contextPruning.mode": mode}).context_pruning
-        self.pruning = PruningSession(pruning, setup.window, infos=setup.infos)
+        self.pruning = pruning_session(setup, self.config)
         self._flush: FlushTracker | None = None
         self._turn = 0  # model calls of the session, for the compactor's loop guard
         self.counts = {
@@ -139,7 +137,7 @@ class OpenClawStrategy(BaseStrategy):
 
     def prepare(self, transcript: Messages) -> Prepared:
         pruned = self.pruning.apply(transcript, self.setup.clock())
-        if pruned.ran and (pruned.soft_trimmed or pruned.cleared):
+        if pruned.pruned_now:
             self.counts["prunings"] += 1
         prepared, whole = send_whole(self.setup, pruned.messages, self._fitter)
         self.counts["over_window_calls"] += whole is None

@@ -45,9 +45,8 @@ from memctx.errors import StoreError
 from memctx.messages import leading_system_count
 from memctx.store import read_output_ref
 from memctx.text import tokenize
-from memctx.trim import PruningSession
 
-from .base import BaseStrategy, Messages, Prepared, StrategySetup
+from .base import BaseStrategy, Messages, Prepared, StrategySetup, pruning_session
 
 __all__ = ["READ_LIMIT", "PlannerStrategy"]
 
@@ -68,9 +67,7 @@ class PlannerStrategy(BaseStrategy):
     def __init__(self, setup: StrategySetup) -> None:
         super().__init__(setup)
         self.config = setup.config
-        mode = setup.params.get("pruning", "cache-ttl")
-        pruning = self.config.with_overrides({"contextPruning.mode": mode}).context_pruning
-        self.pruning = PruningSession(pruning, setup.window, infos=setup.infos)
+        self.pruning = pruning_session(setup, self.config)
         # Like OpenClaw's agent directory: session files, their sidecars, tool-output/.
         self.sessions_dir = setup.work_dir / "sessions"
         self._summary: SessionSummary | None = None
@@ -110,7 +107,7 @@ class PlannerStrategy(BaseStrategy):
         setup, planner = self.setup, self.config.planner
         kept = self._persist(transcript)
         pruned = self.pruning.apply(kept, setup.clock())
-        if pruned.ran and (pruned.soft_trimmed or pruned.cleared):
+        if pruned.pruned_now:
             self.counts["prunings"] += 1
         count = setup.counter.count_message
         messages = pruned.messages
