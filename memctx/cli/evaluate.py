@@ -256,9 +256,13 @@ def eval_command(args: argparse.Namespace) -> int:
     # A run folder shows what this command ran: real-data tables of an earlier run go.
     out = Path(args.out)
     if out.is_dir():
-        for name, stale in ((LOCOMO, "locomo"), (REAL_COMPACTIONS, "claude_code")):
+        written = {
+            LOCOMO: ("locomo.md", "locomo.json", "charts/locomo_recall.png"),
+            REAL_COMPACTIONS: ("claude_code.md", "claude_code.json"),
+        }
+        for name, files in written.items():
             if not (args.suite and name in args.suite):
-                for leftover in (f"{stale}.md", f"{stale}.json", f"charts/{stale}_recall.png"):
+                for leftover in files:
                     (out / leftover).unlink(missing_ok=True)
     for name, run in ((REAL_COMPACTIONS, _claude_code_suite), (LOCOMO, _locomo_suite)):
         if args.suite and name in args.suite:

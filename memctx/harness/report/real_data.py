@@ -3,8 +3,8 @@
 Left, the recall block ``on_context`` injects: evidence recall against its token cap, one
 line per embedder, Mem0's ≈ 1,764 memory tokens per question marked. Right, ``memory_search``:
 evidence recall against k, one line per embedder, the LoCoMo paper's DRAGON retriever at
-k = 5/10/25/50 drawn as points. Rows are ``locomo.json``'s (dicts), so this module needs
-nothing of the suite that wrote them.
+k = 5/10/25/50 drawn as points (the published figures :mod:`memctx.harness.locomo` holds).
+Rows are ``locomo.json``'s (dicts).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..locomo import DRAGON, MEM0_TOKENS
 from .charts import Chart, new_figure, save_figure
 
 __all__ = ["LOCOMO_CHART", "REAL_DATA_FILES", "locomo_chart", "real_data_html", "real_data_md"]
@@ -22,8 +23,6 @@ LOCOMO_CHART = "locomo_recall.png"
 # What the real-data suites leave in a run folder (memctx eval --suite locomo / claude-code,
 # memctx trajectories --out).
 REAL_DATA_FILES = ("locomo.md", "claude_code.md", "trajectories.md")
-_DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}  # LoCoMo paper, Table 3, categories 1-4
-_MEM0_TOKENS = 1_764  # Mem0 paper, Table 2
 _STYLE = {"hash": ("tab:blue", "o"), "transformer": ("tab:orange", "s")}
 
 
@@ -45,18 +44,18 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
             if points:
                 xs, ys = zip(*points, strict=True)
                 ax.plot(xs, ys, marker=marker, color=colour, label=f"memctx, {embedding}")
-    block.axvline(_MEM0_TOKENS, color="gray", linestyle="--", linewidth=1)
+    block.axvline(MEM0_TOKENS, color="gray", linestyle="--", linewidth=1)
     block.annotate(
-        "Mem0: ≈ 1,764 tokens / question",
-        (_MEM0_TOKENS, 45),
+        f"Mem0: ≈ {MEM0_TOKENS:,} tokens / question",
+        (MEM0_TOKENS, 45),
         xytext=(6, 0),
         textcoords="offset points",
         fontsize=8,
         color="dimgray",
     )
     search.scatter(
-        list(_DRAGON),
-        list(_DRAGON.values()),
+        list(DRAGON),
+        [100 * v for v in DRAGON.values()],
         marker="x",
         color="black",
         zorder=3,
