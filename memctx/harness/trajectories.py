@@ -25,9 +25,7 @@ from pathlib import Path
 from memctx.messages import pairing_violations, repair_tool_pairing
 from memctx.transcripts import Transcript, load_transcripts
 
-from .engine import ScenarioResult
-from .metrics import percentile
-from .replay import replay_transcript
+from .replay import ReplayReport, replay_transcript
 
 __all__ = [
     "TRAJECTORY_DATASETS",
@@ -135,38 +133,36 @@ def replay_trajectories(
             )
         for window in windows:
             # full sends the whole transcript at every call: the reference for ``saved``.
-            whole = replay_transcript(transcript, window=window, strategy="full").result
+            whole = replay_transcript(transcript, window=window, strategy="full")
             reference = sum(c.sent_tokens for c in whole.calls)
             for strategy in strategies:
-                result = (
+                report = (
                     whole
                     if strategy == "full"
-                    else replay_transcript(transcript, window=window, strategy=strategy).result
+                    else replay_transcript(transcript, window=window, strategy=strategy)
                 )
-                row = _row(dataset, name, strategy, window, result, reference)
-                rows.append(dataclasses.replace(row, input_defects=defects))
+                rows.append(_row(dataset, name, report, reference, defects))
     return rows
 
 
-def _row(
-    dataset: str, name: str, strategy: str, window: int, result: ScenarioResult, whole: int
-) -> TrajectoryRow:
-    calls, stats = result.calls, result.stats
-    latency = [c.latency_ms for c in calls]
+def _row(dataset: str, name: str, report: ReplayReport, whole: int, defects: int) -> TrajectoryRow:
+    """One row from the replay's own totals (:meth:`ReplayReport.summary`)."""
+    totals = report.summary()
     return TrajectoryRow(
         dataset=dataset,
         name=name,
-        strategy=strategy,
-        window=window,
-        calls=len(calls),
-        max_history=max((c.history_tokens for c in calls), default=0),
+        strategy=report.strategy,
+        window=report.window,
+        calls=totals["calls"],
+        max_history=totals["max_history"],
         whole_tokens=whole,
-        sent_tokens=sum(c.sent_tokens for c in calls),
-        compactions=int(stats.get("compactions", 0)),
-        trims=int(stats.get("trims", 0)),
-        p50_ms=round(percentile(latency, 50), 3),
-        p95_ms=round(percentile(latency, 95), 3),
-        violations=sum(int(v) for v in stats.get("violation_kinds", {}).values()),
+        sent_tokens=sum(c.sent_tokens for c in report.calls),
+        compactions=totals["compactions"],
+        trims=totals["trims"],
+        p50_ms=totals["p50_ms"],
+        p95_ms=totals["p95_ms"],
+        violations=totals["violations"],
+        input_defects=defects,
     )
 
 
