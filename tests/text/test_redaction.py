@@ -206,8 +206,10 @@ def letters(rng: random.Random, n: int) -> str:
 
 
 def password(rng: random.Random) -> str:
-    """A password with the punctuation people use, none of it shell or URL syntax."""
-    return rand(rng, 14, B62 + "!*-_+.~^")
+    """A password with the punctuation people use, none of it shell or URL syntax. It does
+    not start with ``-``: after ``--password`` that is the next option (the password is then
+    prompted for), which redaction deliberately leaves alone (``cli_check``)."""
+    return rng.choice(B62) + rand(rng, 13, B62 + "!*-_+.~^")
 
 
 def pem_base64(rng: random.Random) -> str:
