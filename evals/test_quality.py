@@ -38,7 +38,7 @@ def test_memory_context_reaches_truncate_in_every_suite(
 ) -> None:
     margin = memctx_thresholds.get("checks", {}).get("memory_context_vs_truncate_margin", 0.0)
     embeddings = [e for s, e in memctx_run.pairs() if s == "memory-context"]
-    if not embeddings or ("truncate", "-") not in memctx_run.pairs():
+    if not embeddings or ("truncate", "none") not in memctx_run.pairs():
         pytest.skip("the run lacks memory-context or truncate")
     worse = []
     for suite in memctx_run.suites():
@@ -61,12 +61,12 @@ def test_full_answers_every_probe_it_fits(
     fitted = [
         p
         for p in memctx_run.probes
-        if p["strategy"] == "full" and p["fit"] and "cross-session" not in p["tags"]
+        if p["strategy"] == "full" and p["fits"] and "cross-session" not in p["tags"]
     ]
     if not fitted:
         pytest.skip("full ran on no probe that fits its window")
-    accuracy = sum(bool(p["correct"]) for p in fitted) / len(fitted)
-    missed = [f"{p['suite']}/{p['probe']}" for p in fitted if not p["correct"]][:20]
+    accuracy = sum(bool(p["recall_accuracy"]) for p in fitted) / len(fitted)
+    missed = [f"{p['suite']}/{p['probe']}" for p in fitted if not p["recall_accuracy"]][:20]
     assert accuracy >= floor - EPS, (
         f"full answers {accuracy:.3f} of {len(fitted)} fitted probes (< {floor}); "
         f"first misses: {', '.join(missed)}"

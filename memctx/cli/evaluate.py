@@ -75,7 +75,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         default="claude-sonnet-4-5",
         help="litellm model whose prices give cost_usd (default claude-sonnet-4-5)",
     )
-    parser.add_argument("--out", default="reports/latest", help="run directory to write")
+    parser.add_argument(
+        "--out",
+        help="run directory to write (default: a new reports/runs/<time>-<config>/, and "
+        "reports/latest points at it once the run has finished)",
+    )
     parser.add_argument(
         "--datasets",
         help="folder of scenario files SUITE.jsonl(.gz) (default: datasets/v1); any file there "
@@ -156,11 +160,12 @@ def options_from_args(args: argparse.Namespace) -> Any:
     if args.jobs is not None:
         positive("--jobs", args.jobs)
         kwargs["jobs"] = args.jobs
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not out.is_dir():
         raise OptionError(f"--out {out} is a file; pass a folder for the run directory")
+    real_data = (REAL_COMPACTIONS, LOCOMO)
     return EvalOptions(
-        suites=tuple(args.suite or ()),
+        suites=tuple(s for s in args.suite or () if s not in real_data),
         strategies=tuple(args.strategy or DEFAULT_STRATEGIES),
         embeddings=tuple(dict.fromkeys(embeddings)),
         windows=tuple(args.window or ()),
@@ -246,15 +251,45 @@ def _claude_code_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace) -> Any:
+    """Every check that can fail before any work: options, suites, strategies, ``--set``,
+    ``--baseline``, ``--fail-on``, ``--llm`` credentials. Returns the options with the run's
+    id and folder fixed (raises on the first problem)."""
+    from dataclasses import replace
+
+    from memctx.harness import parse_fail_on, run_dir_for, validate_options
+    from memctx.harness.report import load_summary
+
+    if args.fail_on and not args.baseline:
+        raise OptionError("--fail-on needs --baseline FILE (the summary.json to compare against)")
+    options = options_from_args(args)
+    validate_options(options)
+    if args.fail_on:
+        parse_fail_on(args.fail_on)
+    if args.baseline:
+        load_summary(Path(args.baseline))
+    if args.llm:
+        from .options import check_llm_credentials
+
+        check_llm_credentials(args.llm)
+    run_id, out = run_dir_for(options)
+    return replace(options, run_id=run_id, out_dir=out if args.out else None), out
+
+
 def eval_command(args: argparse.Namespace) -> int:
-    """Run ``memctx eval``; exit 0, 1 (gate failed or invariant violated) or 2 (bad input)."""
+    """Run ``memctx eval``; exit 0, 1 (gate failed, a check failed or an invariant was
+    violated) or 2 (bad input, found before any work)."""
     from memctx.errors import MemctxError
     from memctx.harness import EvalError, run_eval
 
-    if args.fail_on and not args.baseline:
-        return fail("--fail-on needs --baseline FILE (the summary.json to compare against)")
+    try:
+        options, out = _validate(args)
+    except (EvalError, MemctxError, ValueError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(describe_os_error(exc))
+    args.out = str(out)
     # A run folder shows what this command ran: real-data tables of an earlier run go.
-    out = Path(args.out)
     if out.is_dir():
         written = {
             LOCOMO: ("locomo.md", "locomo.json", "charts/locomo_recall.png"),
@@ -266,41 +301,43 @@ def eval_command(args: argparse.Namespace) -> int:
                     (out / leftover).unlink(missing_ok=True)
     for name, run in ((REAL_COMPACTIONS, _claude_code_suite), (LOCOMO, _locomo_suite)):
         if args.suite and name in args.suite:
+            out.mkdir(parents=True, exist_ok=True)
             status = run(args)
             args.suite = [s for s in args.suite if s != name]
             if status or not args.suite:
                 return status
     try:
-        options = options_from_args(args)
-        if args.baseline:  # checked now, not after the whole run
-            from memctx.harness import parse_fail_on
-            from memctx.harness.report import load_summary
-
-            if args.fail_on:
-                parse_fail_on(args.fail_on)
-            load_summary(Path(args.baseline))
         run_dir = run_eval(options)
     except (EvalError, MemctxError, ValueError) as exc:
         return fail(str(exc))
     except OSError as exc:
         return fail(describe_os_error(exc))
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    from memctx.harness import ALL_SUITES
-    from memctx.harness.report import format_terminal_table, load_probes, write_report
+    return _finish(args, run_dir)
 
+
+def _finish(args: argparse.Namespace, run_dir: Path) -> int:
+    """Report, print the table and the checks, gate; the exit status."""
+    from memctx.harness import upgrade_summary
+    from memctx.harness.report import format_terminal_table, load_probes, run_checks, write_report
+
+    summary = upgrade_summary(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
     if not args.no_report:
         write_report(run_dir)
-    print(format_terminal_table(summary, load_probes(run_dir)))
+    probes = load_probes(run_dir)
+    print(format_terminal_table(summary, probes))
     spent = summary["timing"].get("strategy_s", {})
     if spent:
         parts = ", ".join(f"{key} {seconds:.0f} s" for key, seconds in spent.items())
         print(f"\nworker time per strategy: {parts}")
     print(f"\nrun directory: {run_dir}  ({summary['timing']['wall_s']} s)")
     status = 0
-    pooled = [r for r in summary["records"] if r["suite"] == ALL_SUITES]
-    violations = sum(r.get("violations", 0) for r in pooled)
+    violations = sum(r.get("violations", 0) for r in summary["pooled"])
     if violations:
         print(f"FAIL: {violations} invariant violation(s); see report.md", file=sys.stderr)
+        status = 1
+    failed = [c for c in run_checks(summary, probes) if c.ok is False]
+    if failed:
+        print(f"FAIL: {len(failed)} check(s) failed (listed above)", file=sys.stderr)
         status = 1
     if args.baseline:
         from memctx.harness import check_gate

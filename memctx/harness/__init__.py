@@ -26,6 +26,8 @@ from .claude_code import (
 )
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .engine import ScenarioResult, run_scenario
+from .executor import Job, bundles, execute_jobs
+from .frames import RunFrames, load_run, probe_frame
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
 from .replay import ReplayReport, format_replay, replay_transcript
@@ -36,10 +38,21 @@ from .run import (
     EvalError,
     EvalOptions,
     load_suite_scenarios,
+    run_dir_for,
     run_eval,
+    validate_options,
 )
+from .runs import LATEST, RUNS, config_label, find_run, new_run_id, point_latest
 from .scenario import Probe, Scenario, ScenarioError, Session, dump_scenarios, load_scenarios
-from .schema import ALL_SUITES, SUMMARY_SCHEMA, CallRow, ProbeRow
+from .schema import (
+    ALL_SUITES,
+    NO_EMBEDDING,
+    SUMMARY_SCHEMA,
+    CallRow,
+    ProbeRow,
+    all_records,
+    upgrade_summary,
+)
 from .strategies import (
     HOOK_STRATEGY,
     STRATEGIES,
@@ -72,6 +85,9 @@ __all__ = [
     "DEFAULT_FAIL_ON",
     "DEFAULT_STRATEGIES",
     "HOOK_STRATEGY",
+    "LATEST",
+    "NO_EMBEDDING",
+    "RUNS",
     "STRATEGIES",
     "SUMMARY_SCHEMA",
     "TRAJECTORY_DATASETS",
@@ -84,6 +100,7 @@ __all__ = [
     "EvalOptions",
     "FullStrategy",
     "HandProbe",
+    "Job",
     "MemoryContextStrategy",
     "Messages",
     "Prepared",
@@ -93,6 +110,7 @@ __all__ = [
     "RecordedCompaction",
     "Regression",
     "ReplayReport",
+    "RunFrames",
     "Scenario",
     "ScenarioError",
     "ScenarioResult",
@@ -102,30 +120,42 @@ __all__ = [
     "TrajectoryRow",
     "TruncateStrategy",
     "aggregate",
+    "all_records",
     "bootstrap_ci",
+    "bundles",
     "call_cost",
     "check_gate",
     "compare",
     "compare_compactions",
+    "config_label",
     "dump_scenarios",
+    "execute_jobs",
+    "find_run",
     "find_trajectories",
     "format_comparison",
     "format_replay",
     "format_trajectory_table",
     "load_hand_probes",
+    "load_run",
     "load_scenarios",
     "load_suite_scenarios",
     "make_strategy",
+    "new_run_id",
     "normalise_answer",
     "parse_fail_on",
     "parse_strategy",
     "percentile",
+    "point_latest",
+    "probe_frame",
     "recorded_compactions",
     "register_strategy",
     "replay_trajectories",
     "replay_transcript",
     "run_claude_code_suite",
+    "run_dir_for",
     "run_eval",
     "run_scenario",
     "transcript_scenario",
+    "upgrade_summary",
+    "validate_options",
 ]

@@ -239,8 +239,8 @@ def _strategy_row(
         ),
     )
     result = run_scenario(scenario, strategy, "hash", work_dir=Path(work) / strategy)
-    kept = tuple(row.probe for row in result.probes if row.correct)
-    sent = [row.context_tokens for row in result.probes]
+    kept = tuple(row.probe for row in result.probes if row.recall_accuracy)
+    sent = [row.sent_tokens for row in result.probes]
     mean = sum(sent) / len(sent) if sent else 0.0
     return ComparisonRow(session, strategy, kept, len(probes), round(mean, 1))
 

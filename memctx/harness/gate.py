@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .schema import HIGHER_IS_BETTER
+from .schema import HIGHER_IS_BETTER, all_records, upgrade_summary
 
 __all__ = [
     "DEFAULT_FAIL_ON",
@@ -168,7 +168,7 @@ def _key(record: Mapping[str, Any]) -> Key:
 
 
 def _by_key(summary: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
-    return {_key(r): r for r in summary.get("records", [])}
+    return {_key(r): r for r in all_records(summary)}
 
 
 def _number(value: Any) -> float | None:
@@ -281,7 +281,7 @@ def _load_summary(path: Path, what: str) -> dict[str, Any]:
         raise ValueError(f"cannot read {what} {path}: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise ValueError(f"{what} {path} is not a summary.json (no 'records' list)")
-    return data
+    return upgrade_summary(data)
 
 
 def _config_notes(summary: Mapping[str, Any], baseline: Mapping[str, Any]) -> list[str]:
@@ -317,7 +317,7 @@ def check_gate(run_dir: Path, baseline_file: Path, fail_on: str | None = None) -
         regressions,
         rules=rules,
         added=new_records(summary, baseline),
-        compared=len(baseline.get("records", [])),
+        compared=len(all_records(baseline)),
         baseline_pairs={key[1:] for key in _by_key(baseline)},
     )
     print("\n".join([text, *_config_notes(summary, baseline)]))

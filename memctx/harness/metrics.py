@@ -1,7 +1,7 @@
 """Aggregate replayed scenarios into summary records: accuracy with intervals, tokens, cost.
 
 Pure functions over :class:`~memctx.harness.engine.ScenarioResult` values: one record per
-suite × strategy × embedding, then one ``suite == "all"`` record per strategy × embedding,
+suite × strategy × embedding, then one ``suite == "all"`` (pooled) record per strategy × embedding,
 each with ``suite``, ``strategy``, ``embedding`` and exactly the keys of
 :data:`~memctx.harness.schema.RECORD_METRICS`.
 
@@ -101,11 +101,10 @@ def _record(
     suite, strategy, embedding = key
     probes = [p for r in results for p in r.probes]
     calls = [c for r in results for c in r.calls]
-    fit = [p for p in probes if p.fit]
-    correct = [float(p.correct) for p in fit]
-    evidence = [p.evidence for p in fit]
-    # Without a memory tool the agent's only source is its context.
-    tool = [float(p.correct if p.tool_hit is None else p.tool_hit) for p in fit]
+    fit = [p for p in probes if p.fits]
+    correct = [float(bool(p.recall_accuracy)) for p in fit]
+    evidence = [float(p.evidence_recall or 0.0) for p in fit]
+    tool = [float(bool(p.tool_accuracy)) for p in fit]
     kinds = {k: sum(int(r.stats["violation_kinds"].get(k, 0)) for r in results) for k in _KINDS}
     prompt = sum(int(r.stats.get("llm_prompt_tokens", 0)) for r in results)
     completion = sum(int(r.stats.get("llm_completion_tokens", 0)) for r in results)
@@ -124,7 +123,7 @@ def _record(
         "tool_accuracy": _share(tool),
         "evidence_recall": _share(evidence),
         "evidence_recall_ci": bootstrap_ci(evidence, seed=seed),
-        "stale_rate": _share(p.stale for p in fit),
+        "stale_rate": _share(bool(p.stale_rate) for p in fit),
         "tokens_per_call": round(sent / len(calls), 1) if calls else 0.0,
         "recall_tokens": round(sum(c.recall_tokens for c in calls) / len(calls), 1)
         if calls

@@ -47,14 +47,19 @@ class MemctxRun:
         summary = self.path / "summary.json"
         if not summary.is_file():
             raise FileNotFoundError(f"{self.path} is not a run directory: summary.json is missing")
-        self.summary: dict[str, Any] = json.loads(summary.read_text(encoding="utf-8"))
+        from .schema import upgrade_summary  # on use: the plugin loads with every pytest
+
+        self.summary: dict[str, Any] = upgrade_summary(
+            json.loads(summary.read_text(encoding="utf-8"))
+        )
 
     def records(self, suite: str | None = None) -> list[dict[str, Any]]:
-        """Every record, or those of one suite (``"all"`` is the aggregate)."""
-        records: list[dict[str, Any]] = self.summary.get("records", [])
+        """Every record (the pooled ones last), or those of one suite (``"all"`` is the
+        pooled aggregate)."""
+        records: list[dict[str, Any]] = [*self.summary["records"], *self.summary.get("pooled", [])]
         return [r for r in records if suite is None or r["suite"] == suite]
 
-    def record(self, suite: str, strategy: str, embedding: str = "-") -> dict[str, Any]:
+    def record(self, suite: str, strategy: str, embedding: str = "none") -> dict[str, Any]:
         """The record of ``suite`` × ``strategy`` × ``embedding``.
 
         Raises:

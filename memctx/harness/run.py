@@ -3,7 +3,9 @@
 :func:`run_eval` loads the frozen scenarios (or, with ``quick``, generates a small set in
 memory), plans one job per scenario × strategy × embedding × window, replays the jobs on a
 process pool, and writes the run directory described in :mod:`memctx.harness.schema`:
-``results.jsonl``, ``trace.jsonl``, ``summary.json`` (with provenance) and the report.
+``results.jsonl``, ``trace.jsonl``, ``summary.json`` (with provenance) and the report. Without
+an explicit ``out_dir`` the run gets a folder of its own under ``reports/runs/`` and
+``reports/latest`` points at it once it has finished (:mod:`memctx.harness.runs`).
 
 Strategies that never search (``full``, ``truncate``, ``observation-masking``) run once per
 scenario with embedding ``"-"``: their numbers cannot depend on the embedder, and running
@@ -15,21 +17,19 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from .executor import Job, bundles, execute_jobs
 from .provenance import provenance
+from .runs import RUNS, config_label, new_run_id, point_latest
 from .scenario import Scenario, load_scenarios
-from .schema import NO_EMBEDDING, SUMMARY_SCHEMA
+from .schema import ALL_SUITES, NO_EMBEDDING, SUMMARY_SCHEMA
 
 __all__ = [
     "DEFAULT_DATASETS",
@@ -41,7 +41,9 @@ __all__ = [
     "dataset_suites",
     "import_plugins",
     "load_suite_scenarios",
+    "run_dir_for",
     "run_eval",
+    "validate_options",
 ]
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "datasets" / "v1"
@@ -79,7 +81,11 @@ class EvalOptions:
         jobs: Worker processes (1 runs in this process).
         overrides: Config overrides (dotted keys, as ``--set``).
         llm: A real model to answer and judge probes with, or ``None``.
-        out_dir: The run directory to write (replaced if it exists).
+        out_dir: The run directory to write (replaced if it exists); ``None`` writes a new
+            folder ``reports_dir/runs/<run id>`` and points ``reports_dir/latest`` at it.
+        reports_dir: Where run folders and the ``latest`` link live.
+        run_id: The run's id (on every row); ``None`` makes one from the time and
+            :meth:`label`.
         datasets_dir: Frozen scenarios; ``None`` means ``datasets/v1`` of the checkout.
         seed: Seed of the generator (quick mode) and of the bootstrap.
         answer_model: litellm model whose prices give ``cost_usd``.
@@ -96,7 +102,9 @@ class EvalOptions:
     jobs: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
     overrides: Mapping[str, Any] = field(default_factory=dict)
     llm: str | None = None
-    out_dir: Path = Path("reports/latest")
+    out_dir: Path | None = None
+    reports_dir: Path = Path("reports")
+    run_id: str | None = None
     datasets_dir: Path | None = None
     seed: int = 0
     answer_model: str = "claude-sonnet-4-5"
@@ -105,31 +113,31 @@ class EvalOptions:
 
     def config_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("out_dir", "datasets_dir", "progress", "jobs"):
+        for key in ("out_dir", "reports_dir", "run_id", "datasets_dir", "progress", "jobs"):
             data.pop(key)
         data["overrides"] = dict(self.overrides)
         return data
 
-
-@dataclass(frozen=True)
-class _Job:
-    index: int
-    suite: str
-    scenario: Scenario
-    strategy: str
-    embedding: str
-    window: int | None
-
-    @property
     def label(self) -> str:
-        return f"{self.scenario.id} {self.strategy}/{self.embedding}"
+        """The short configuration label (:func:`memctx.harness.runs.config_label`)."""
+        return config_label(
+            quick=self.quick,
+            suites=self.suites,
+            strategies=self.strategies,
+            default_strategies=DEFAULT_STRATEGIES,
+            embeddings=self.embeddings,
+            default_embeddings=("hash",) if self.quick else DEFAULT_EMBEDDINGS,
+            windows=self.windows,
+            overrides=self.overrides,
+            llm=self.llm,
+        )
 
-    def weight(self) -> int:
-        # Expected cost, for the order (long jobs first, so the pool does not end on one big
-        # straggler) and the ETA: messages, x30 with the transformer (measured: a job embeds
-        # ~30x longer than the same job with hash replays).
-        size = sum(len(s.messages) for s in self.scenario.sessions)
-        return size * (30 if self.embedding == "transformer" else 1)
+
+def run_dir_for(options: EvalOptions) -> tuple[str, Path]:
+    """The run's id and folder: ``options.run_id`` / ``out_dir`` when set, else new ones."""
+    run_id = options.run_id or new_run_id(options.label())
+    out = options.out_dir if options.out_dir is not None else options.reports_dir / RUNS / run_id
+    return run_id, Path(out)
 
 
 def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
@@ -205,7 +213,17 @@ def import_plugins(modules: Sequence[str]) -> None:
             ) from exc
 
 
-def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_Job]:
+def validate_options(options: EvalOptions) -> dict[str, str]:
+    """Check every option that can be checked before any work (plugins imported first).
+
+    Returns:
+        ``{strategy as given: registered name}``.
+
+    Raises:
+        EvalError: An unknown strategy, suite or embedding, bad strategy settings or a
+            window that is not a positive token count.
+    """
+    from .gen.generate import SUITES
     from .strategies import STRATEGIES, parse_strategy
 
     import_plugins(options.plugins)
@@ -223,8 +241,19 @@ def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_J
         raise EvalError(f"embeddings must be among {DEFAULT_EMBEDDINGS}, got {bad or '[]'}")
     if any(w <= 0 for w in options.windows):
         raise EvalError(f"windows must be positive token counts, got {list(options.windows)}")
+    known = set(SUITES)
+    if not options.quick or options.datasets_dir is not None:
+        known |= set(dataset_suites(options.datasets_dir or DEFAULT_DATASETS))
+    missing = [s for s in options.suites if s not in known]
+    if missing:
+        raise EvalError(f"unknown suite(s) {missing}; valid: {', '.join(sorted(known))}")
+    return names
+
+
+def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[Job]:
+    names = validate_options(options)
     windows: Sequence[int | None] = options.windows or (None,)
-    jobs: list[_Job] = []
+    jobs: list[Job] = []
     for suite, scenarios in suites.items():
         for scenario in scenarios:
             for window in windows:
@@ -232,115 +261,15 @@ def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[_J
                     free = names[strategy] in _EMBEDDING_FREE
                     embeddings = (NO_EMBEDDING,) if free else options.embeddings
                     for embedding in embeddings:
-                        jobs.append(_Job(len(jobs), suite, scenario, strategy, embedding, window))
+                        jobs.append(Job(len(jobs), suite, scenario, strategy, embedding, window))
     return jobs
-
-
-def _start_worker(threads: int, plugins: Sequence[str]) -> None:
-    """Worker start-up: share the cores, and register the plugins' strategies here too.
-
-    torch and numpy's BLAS each start one thread per core in every worker; with two workers
-    on two cores, four busy threads embed ~20 % slower than two (measured with the
-    transformer). Set before torch is imported, which happens later, in the first job.
-    """
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(name, str(threads))
-    import_plugins(plugins)
-
-
-def _run_job(job: _Job, options: EvalOptions, work_root: str) -> tuple[int, Any, float]:
-    """Replay one job (runs in a worker process); its index, result and seconds."""
-    from .engine import run_scenario
-
-    started = time.perf_counter()
-    work_dir = Path(work_root) / f"job-{job.index:05d}"
-    work_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        result = run_scenario(
-            job.scenario,
-            job.strategy,
-            job.embedding,
-            window=job.window,
-            config_overrides=dict(options.overrides),
-            answer_model=options.answer_model,
-            work_dir=work_dir,
-            llm=options.llm,
-        )
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    return job.index, result, time.perf_counter() - started
-
-
-def _run_order(jobs: Sequence[_Job]) -> list[_Job]:
-    """Heaviest first, so that the pool does not end on one big straggler."""
-    return sorted(jobs, key=lambda j: (-j.weight(), j.index))
-
-
-def _bundles(jobs: Sequence[_Job]) -> list[list[_Job]]:
-    """The units a worker runs: the transformer jobs of one scenario together, every other
-    job alone; heaviest first.
-
-    A worker keeps one transformer embedder and its cache of embedded texts: strategies that
-    archive the same messages of a scenario (memory-context, meerkat) then embed them once,
-    not once per strategy and worker. Hash embeds at the cost of a hash and gains nothing.
-    """
-    by_scenario: dict[tuple[str, str, int | None], list[_Job]] = {}
-    out: list[list[_Job]] = []
-    for job in _run_order(jobs):
-        if job.embedding == "transformer":
-            key = (job.suite, job.scenario.id, job.window)
-            if key not in by_scenario:
-                by_scenario[key] = []
-                out.append(by_scenario[key])
-            by_scenario[key].append(job)
-        else:
-            out.append([job])
-    return sorted(out, key=lambda b: (-sum(j.weight() for j in b), b[0].index))
-
-
-def _run_bundle(
-    bundle: list[_Job], options: EvalOptions, work_root: str
-) -> list[tuple[int, Any, float]]:
-    """Run a bundle's jobs one after the other (in a worker process)."""
-    return [_run_job(job, options, work_root) for job in bundle]
-
-
-def _execute(
-    jobs: list[_Job], options: EvalOptions, report: Callable[[_Job, float], None]
-) -> dict[int, tuple[Any, float]]:
-    """Every job's result and its own run time in seconds, by job index."""
-    results: dict[int, tuple[Any, float]] = {}
-    by_index = {job.index: job for job in jobs}
-    bundles = _bundles(jobs)
-    with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
-        if options.jobs <= 1 or len(bundles) <= 1:
-            for bundle in bundles:
-                for job in bundle:
-                    index, result, seconds = _run_job(job, options, work_root)
-                    results[index] = (result, seconds)
-                    report(job, seconds)
-            return results
-        # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
-        threads = max(1, (os.cpu_count() or 1) // options.jobs)
-        with ProcessPoolExecutor(
-            options.jobs,
-            mp_context=get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(threads, options.plugins),
-        ) as pool:
-            futures = [pool.submit(_run_bundle, bundle, options, work_root) for bundle in bundles]
-            for future in as_completed(futures):
-                for index, result, seconds in future.result():
-                    results[index] = (result, seconds)
-                    report(by_index[index], seconds)
-    return results
 
 
 def run_eval(options: EvalOptions) -> Path:
     """Run the benchmark described by ``options`` and write its run directory.
 
     Returns:
-        The run directory (``options.out_dir``) holding results, trace, summary and report.
+        The run directory (:func:`run_dir_for`) holding results, trace, summary and report.
 
     Raises:
         EvalError: Bad options or missing datasets (nothing is written then).
@@ -349,6 +278,9 @@ def run_eval(options: EvalOptions) -> Path:
 
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     wall = time.perf_counter()
+    validate_options(options)
+    run_id, out = run_dir_for(options)
+    label = options.label()
     suites = load_suite_scenarios(options)
     jobs = _plan(options, suites)
     if not jobs:
@@ -356,10 +288,10 @@ def run_eval(options: EvalOptions) -> Path:
     finished: set[int] = set()
     done_weight = [0]
     total_weight = sum(job.weight() for job in jobs)
-    queue = [job for bundle in _bundles(jobs) for job in bundle]  # the order jobs start in
+    queue = [job for bundle in bundles(jobs) for job in bundle]  # the order jobs start in
     clock_start = time.perf_counter()
 
-    def report(job: _Job, seconds: float) -> None:
+    def report(job: Job, seconds: float) -> None:
         finished.add(job.index)
         done_weight[0] += job.weight()
         if not options.progress:
@@ -378,7 +310,7 @@ def run_eval(options: EvalOptions) -> Path:
             flush=True,
         )
 
-    done = _execute(jobs, options, report)
+    done = execute_jobs(jobs, options, report)
     ordered = [(job, done[job.index][0]) for job in jobs]
     # Worker seconds per strategy × embedding: what each configuration costs to measure.
     by_strategy: dict[str, float] = {}
@@ -390,15 +322,23 @@ def run_eval(options: EvalOptions) -> Path:
         seed=options.seed,
         answer_model=options.answer_model,
     )
-    out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(out / "results.jsonl", (r.to_json() for _, res in ordered for r in res.probes))
-    _write_jsonl(out / "trace.jsonl", (c.to_json() for _, res in ordered for c in res.calls))
+    tag = {"run": run_id, "config": label}
+    _write_jsonl(
+        out / "results.jsonl", ({**tag, **r.to_json()} for _, res in ordered for r in res.probes)
+    )
+    _write_jsonl(
+        out / "trace.jsonl", ({**tag, **c.to_json()} for _, res in ordered for c in res.calls)
+    )
+    tagged = [{**tag, **record} for record in records]
     summary = {
         "schema": SUMMARY_SCHEMA,
+        "run": run_id,
+        "config_label": label,
         "provenance": provenance(options, suites),
         "config": options.config_json(),
-        "records": records,
+        "records": [r for r in tagged if r["suite"] != ALL_SUITES],
+        "pooled": [r for r in tagged if r["suite"] == ALL_SUITES],
         "timing": {
             "started_at": started_at,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -411,6 +351,8 @@ def run_eval(options: EvalOptions) -> Path:
         json.dumps(summary, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
         encoding="utf-8",
     )
+    if out.resolve().parent == (options.reports_dir / RUNS).resolve():
+        point_latest(options.reports_dir, out)
     return out
 
 

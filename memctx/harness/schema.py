@@ -4,32 +4,52 @@ A run directory holds:
 
 - ``results.jsonl``: one :class:`ProbeRow` per probe × strategy × embedding.
 - ``trace.jsonl``: one :class:`CallRow` per model call (tokens over turns, events).
-- ``summary.json``: ``{"schema", "provenance", "config", "records", "timing"}`` where each
-  record is one suite × strategy × embedding (plus ``suite == "all"``) with the keys of
-  :data:`RECORD_METRICS`; timing-dependent keys are listed in :data:`TIMING_KEYS` so that a
-  determinism check can ignore exactly those.
+- ``summary.json``: ``{"schema", "run", "config_label", "provenance", "config", "records",
+  "pooled", "timing"}`` where each record of ``records`` is one suite × strategy ×
+  embedding and each of ``pooled`` one strategy × embedding over every suite (``suite ==
+  "all"``), kept apart so that summing ``records`` never counts a run twice; both with the
+  keys of :data:`RECORD_METRICS`. Timing-dependent keys are listed in :data:`TIMING_KEYS`
+  so that a determinism check can ignore exactly those.
 
-Embedding is ``"-"`` for strategies that do not search (``full``, ``truncate``).
+Every row of the three files carries ``run`` (the run's id) and ``config`` (its short
+configuration label), so rows of several runs can be concatenated and told apart.
+
+One name per metric across the files: a per-suite figure of :data:`RECORD_METRICS` that is a
+mean over probes is the mean of the :class:`ProbeRow` column of the same name over the
+*fitted* probes (``recall_accuracy``, ``tool_accuracy``, ``evidence_recall``,
+``stale_rate``); an unfitted probe (``fits`` false: the context exceeded the window, the
+provider would refuse it) has ``None`` there, never ``False``, so a plain ``mean()`` skips
+it. ``tokens_per_call`` and ``recall_tokens`` are the means of the :class:`CallRow` columns
+``sent_tokens`` and ``recall_tokens``; a probe row's ``sent_tokens`` is its call's. ``probe``
+is a probe's id in both files (``None`` on a call that is not a probe).
+
+Embedding is ``"none"`` for strategies that do not search (``full``, ``truncate``): a word
+rather than a null, because pandas drops null keys from a group-by by default.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
     "ALL_SUITES",
     "HIGHER_IS_BETTER",
+    "LEGACY_NO_EMBEDDING",
     "NO_EMBEDDING",
     "RECORD_METRICS",
     "SUMMARY_SCHEMA",
     "TIMING_KEYS",
     "CallRow",
     "ProbeRow",
+    "all_records",
+    "upgrade_summary",
 ]
 
-SUMMARY_SCHEMA = 1
-NO_EMBEDDING = "-"
+SUMMARY_SCHEMA = 2
+NO_EMBEDDING = "none"
+LEGACY_NO_EMBEDDING = "-"  # schema 1's spelling, read by :func:`upgrade_summary`
 ALL_SUITES = "all"  # the suite name of the records pooled over every suite
 
 # Keys of one summary record besides suite/strategy/embedding, in report order.
@@ -56,8 +76,9 @@ RECORD_METRICS = (
     "hook_p50_ms",
     "hook_p95_ms",
 )
+# "run" is here too: a run's id starts with the time it started.
 TIMING_KEYS = frozenset(
-    {"hook_p50_ms", "hook_p95_ms", "wall_s", "started_at", "finished_at", "strategy_s"}
+    {"hook_p50_ms", "hook_p95_ms", "wall_s", "started_at", "finished_at", "strategy_s", "run"}
 )
 # Gate direction: +1 means larger is better, -1 smaller is better.
 HIGHER_IS_BETTER = {
@@ -84,16 +105,18 @@ class ProbeRow:
     scenario: str
     strategy: str
     embedding: str
-    probe: str
+    probe: str  # the probe's id
     kind: str
     tags: list[str]
-    fit: bool  # the context fitted the window
-    correct: bool  # an expected answer is in the context (False when not fit)
-    evidence: float  # share of evidence spans present
-    stale: bool  # only a superseded value is present
-    context_tokens: int
+    fits: bool  # the context fitted the window (the metrics below are None when not)
+    recall_accuracy: bool | None  # an expected answer is in the context
+    tool_accuracy: bool | None  # ... or in memory_search(question) (= recall_accuracy without
+    # the tool)
+    evidence_recall: float | None  # share of the probe's evidence spans present
+    stale_rate: bool | None  # only a superseded value is present
+    sent_tokens: int  # tokens of the probe call's context
     recall_tokens: int
-    tool_hit: bool | None = None  # answer in memory_search(question); None without the tool
+    has_tool: bool = False  # the strategy offers memory_search
     answer: str | None = None  # the model's answer when run with --llm
     judged: bool | None = None  # the judge's verdict when run with --llm
 
@@ -116,7 +139,7 @@ class CallRow:
     sent_tokens: int  # tokens of the context actually sent
     cached_tokens: int  # leading tokens identical to the previous call's request
     recall_tokens: int
-    probe: bool
+    probe: str | None  # the probe's id when the call is a probe, else None
     output_tokens: int = 0  # tokens of the assistant message this call produced (0 for probes)
     events: list[str] = field(default_factory=list)  # "compaction", "trim", "overflow"
     latency_ms: float = 0.0
@@ -127,3 +150,29 @@ class CallRow:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def all_records(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A summary's per-suite records followed by its pooled ones (``suite == "all"``)."""
+    return [*summary.get("records", []), *summary.get("pooled", [])]
+
+
+def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` in the current schema: a schema-1 file (pooled records among the others,
+    ``"-"`` for no embedding) is rewritten in memory, so old baselines still compare."""
+    if summary.get("schema", SUMMARY_SCHEMA) >= SUMMARY_SCHEMA:
+        return summary
+    records = []
+    for record in summary.get("records", []):
+        if isinstance(record, dict) and record.get("embedding") == LEGACY_NO_EMBEDDING:
+            record = {**record, "embedding": NO_EMBEDDING}
+        records.append(record)
+    out = dict(summary)
+    out["records"] = [r for r in records if not _pooled(r)]
+    out["pooled"] = [r for r in records if _pooled(r)]
+    out["schema"] = SUMMARY_SCHEMA
+    return out
+
+
+def _pooled(record: Any) -> bool:
+    return isinstance(record, Mapping) and record.get("suite") == ALL_SUITES

@@ -48,22 +48,25 @@ def _register(name: str, cls: type) -> None:
 def test_full_sees_everything_while_it_fits_and_is_not_fit_beyond(tmp_path: Path) -> None:
     small = _run(tmp_path, "full", scenario=scenario(turns=6, window=100_000))
     (probe,) = small.probes
-    assert probe.fit and probe.correct and probe.evidence == 1.0 and not probe.stale
-    assert probe.embedding == "-" and probe.tool_hit is None  # full never searches
+    assert probe.fits and probe.recall_accuracy and probe.evidence_recall == 1.0
+    assert probe.stale_rate is False
+    assert probe.embedding == "none" and not probe.has_tool  # full never searches
+    assert probe.tool_accuracy == probe.recall_accuracy
     big = _run(tmp_path, "full")
-    assert not big.probes[0].fit and not big.probes[0].correct
+    assert not big.probes[0].fits and big.probes[0].recall_accuracy is None  # not False
     assert "overflow" in big.calls[-1].events
     assert _clean(big)  # over the window is "not fit" for full, not a violation
 
 
 def test_truncate_loses_the_early_fact_and_memory_context_recalls_it(tmp_path: Path) -> None:
     truncated = _run(tmp_path, "truncate")
-    assert truncated.probes[0].fit and not truncated.probes[0].correct
+    assert truncated.probes[0].fits and truncated.probes[0].recall_accuracy is False
     assert truncated.stats["trims"] > 0 and truncated.stats["llm_tokens"] == 0
     remembered = _run(tmp_path, "memory-context")
     probe = remembered.probes[0]
     assert probe.embedding == "hash"
-    assert probe.correct and probe.evidence == 1.0 and probe.tool_hit and probe.recall_tokens > 0
+    assert probe.recall_accuracy and probe.evidence_recall == 1.0 and probe.tool_accuracy
+    assert probe.has_tool and probe.recall_tokens > 0
     assert remembered.stats["compactions"] >= 1 and remembered.stats["llm_tokens"] > 0
     assert remembered.stats["hook_failures"] == 0
     assert any("compaction" in c.events for c in remembered.calls)
@@ -78,13 +81,14 @@ def test_anthropic_format_replays_without_violations(tmp_path: Path) -> None:
     for strategy in ("full", "truncate", "memory-context"):
         result = _run(tmp_path, strategy, scenario=chosen)
         assert result.stats["violation_kinds"]["pairing"] == 0
-    assert _run(tmp_path, "memory-context", scenario=chosen).probes[0].correct
+    assert _run(tmp_path, "memory-context", scenario=chosen).probes[0].recall_accuracy
 
 
 def test_a_superseded_value_alone_is_stale(tmp_path: Path) -> None:
     revised = scenario(revised=True, turns=8, window=100_000)
     fresh = _run(tmp_path, "full", scenario=revised).probes[0]
-    assert fresh.correct and not fresh.stale  # both values present: the current one counts
+    # both values present: the current one counts
+    assert fresh.recall_accuracy and not fresh.stale_rate
     first = revised.sessions[0]
     messages = [
         {"role": "user", "content": "Turn 4: nothing new."} if "9321" in str(m) else m
@@ -92,7 +96,7 @@ def test_a_superseded_value_alone_is_stale(tmp_path: Path) -> None:
     ]
     stale_only = replace(revised, sessions=(replace(first, messages=tuple(messages)),))
     probe = _run(tmp_path, "full", scenario=stale_only).probes[0]
-    assert probe.stale and not probe.correct
+    assert probe.stale_rate and not probe.recall_accuracy
 
 
 def test_cached_prefix_grows_for_full_and_breaks_when_the_start_is_rewritten(
@@ -133,15 +137,15 @@ def test_same_inputs_give_the_same_rows_apart_from_timing(tmp_path: Path) -> Non
 
 def test_cross_session_recall_finds_the_earlier_session(tmp_path: Path) -> None:
     chosen = scenario(sessions=2, turns=20)
-    assert _run(tmp_path, "memory-context", scenario=chosen).probes[0].correct
-    assert not _run(tmp_path, "truncate", scenario=chosen).probes[0].correct
+    assert _run(tmp_path, "memory-context", scenario=chosen).probes[0].recall_accuracy
+    assert not _run(tmp_path, "truncate", scenario=chosen).probes[0].recall_accuracy
     # Knowledge is shared by every session; raw segments only with crossSession (on by
     # default for multi-session scenarios, but an override wins).
     off = {"crossSession": False, "knowledgeExtraction": False}
     assert (
         not _run(tmp_path, "memory-context", scenario=chosen, config_overrides=off)
         .probes[0]
-        .correct
+        .recall_accuracy
     )
 
 

@@ -97,10 +97,10 @@ def test_absolute_rule_catches_a_drop_beyond_the_tolerance(summary: dict[str, An
 
 def test_relative_rule_scales_with_the_baseline(summary: dict[str, Any]) -> None:
     run = copy.deepcopy(summary)
-    base = _record(summary, "all", "truncate", "-")["cost_usd"]
-    _record(run, "all", "truncate", "-")["cost_usd"] = base * 1.04
+    base = _record(summary, "all", "truncate", "none")["cost_usd"]
+    _record(run, "all", "truncate", "none")["cost_usd"] = base * 1.04
     assert compare(run, summary, parse_fail_on("cost_usd:+5%")) == []
-    _record(run, "all", "truncate", "-")["cost_usd"] = base * 1.07
+    _record(run, "all", "truncate", "none")["cost_usd"] = base * 1.07
     (regression,) = compare(run, summary, parse_fail_on("cost_usd:+5%"))
     assert regression.metric == "cost_usd"
     assert regression.delta == pytest.approx(base * 0.07)
@@ -110,18 +110,18 @@ def test_relative_rule_scales_with_the_baseline(summary: dict[str, Any]) -> None
 def test_missing_record_fails_and_new_record_is_only_noted(summary: dict[str, Any]) -> None:
     run = copy.deepcopy(summary)
     run["records"] = [r for r in run["records"] if r["suite"] != "cjk"]
-    extra = dict(_record(summary, "all", "truncate", "-"), strategy="planner")
+    extra = dict(_record(summary, "all", "truncate", "none"), strategy="planner")
     run["records"].append(extra)
     regressions = compare(run, summary, parse_fail_on("recall_accuracy:-0.02"))
     assert {r.key for r in regressions} == {
-        ("cjk", "full", "-"),
-        ("cjk", "truncate", "-"),
+        ("cjk", "full", "none"),
+        ("cjk", "truncate", "none"),
         ("cjk", "memory-context", "hash"),
         ("cjk", "memory-context", "transformer"),
     }
     assert all("record missing from the run" in r.describe() for r in regressions)
     added = new_records(run, summary)
-    assert added == [("all", "planner", "-")]
+    assert added == [("all", "planner", "none")]
     text = format_regressions(regressions, added=added)
     assert "gate: FAIL, 4 regression(s)" in text and "all/planner/-" in text
 
@@ -140,7 +140,7 @@ def test_violations_always_fail_even_without_a_rule(summary: dict[str, Any]) -> 
 
 def test_missing_metric_value_is_a_regression(summary: dict[str, Any]) -> None:
     run = copy.deepcopy(summary)
-    _record(run, "all", "full", "-")["recall_accuracy"] = None
+    _record(run, "all", "full", "none")["recall_accuracy"] = None
     (regression,) = compare(run, summary, parse_fail_on("recall_accuracy:-0.02"))
     assert "recall_accuracy missing" in regression.describe()
 
@@ -165,7 +165,7 @@ def test_check_gate_exit_codes_and_output(
     assert "all/memory-context/hash: tokens_per_call" in out and "(+20.0%)" in out
     assert "note: config quick differs" in out
     # Timing is not gated by default, only when asked.
-    worse.record("all", "truncate", "-")["hook_p95_ms"] *= 10
+    worse.record("all", "truncate", "none")["hook_p95_ms"] *= 10
     write_run(run_dir, worse)
     assert "hook_p95_ms" not in (check_gate(run_dir, baseline, None), capsys.readouterr().out)[1]
     assert check_gate(run_dir, baseline, "hook_p95_ms:+50%") == 1
@@ -235,7 +235,7 @@ def test_a_strategy_new_in_the_run_is_noted_never_gated(
     assert out.count("observation-masking") == 1  # one line, not one per record
     # A new suite of a strategy the baseline ran is noted record by record.
     text = format_regressions(
-        [], added=[("my-suite", "truncate", "-")], baseline_pairs=[("truncate", "-")]
+        [], added=[("my-suite", "truncate", "none")], baseline_pairs=[("truncate", "none")]
     )
     assert "my-suite/truncate/-: new, not gated" in text
 
@@ -250,6 +250,6 @@ def test_a_baseline_record_missing_still_fails_and_new_violations_still_fail(
     assert all(r.metric == "record" for r in regressions)
     # Invariants hold without a baseline: a violation in a new record fails the gate.
     run = _with_new_strategy(summary, "observation-masking")
-    _record(run, "needle", "observation-masking", "-")["violations"] = 1
+    _record(run, "needle", "observation-masking", "none")["violations"] = 1
     (violation,) = compare(run, summary, parse_fail_on(DEFAULT_FAIL_ON))
     assert violation.describe() == "needle/observation-masking/-: violations = 1 (must be 0)"

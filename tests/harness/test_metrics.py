@@ -19,21 +19,23 @@ KINDS = {"pairing": 0, "hard_cap": 0, "window": 0, "secrets": 0}
 
 
 def _probe(correct: bool, *, fit: bool = True, evidence: float = 1.0, **kw: Any) -> ProbeRow:
+    tool_hit = kw.get("tool_hit")
     return ProbeRow(
         suite="s",
         scenario="x",
         strategy="st",
-        embedding="-",
+        embedding="none",
         probe="p",
         kind="config",
         tags=[],
-        fit=fit,
-        correct=correct,
-        evidence=evidence,
-        stale=kw.get("stale", False),
-        context_tokens=10,
+        fits=fit,
+        recall_accuracy=correct if fit else None,
+        tool_accuracy=(correct if tool_hit is None else tool_hit) if fit else None,
+        evidence_recall=evidence if fit else None,
+        stale_rate=kw.get("stale", False) if fit else None,
+        sent_tokens=10,
         recall_tokens=0,
-        tool_hit=kw.get("tool_hit"),
+        has_tool=tool_hit is not None,
     )
 
 

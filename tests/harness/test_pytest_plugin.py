@@ -44,7 +44,7 @@ def test_given_run_dir_is_loaded(pytester: pytest.Pytester, run_dir: Path) -> No
             assert memctx_run.suites()[0] == "needle" and len(memctx_run.suites()) == 9
             assert ("memory-context", "transformer") in memctx_run.pairs()
             assert len(memctx_run.probes) == 9 * 4 * 24
-            with pytest.raises(KeyError, match="pairs: full/-, memory-context/hash"):
+            with pytest.raises(KeyError, match="pairs: full/none, memory-context/hash"):
                 memctx_run.record("needle", "planner", "hash")
         """
     )
@@ -185,12 +185,12 @@ def test_evals_fail_on_violations_and_memory_context_below_truncate(
 ) -> None:
     run = build_run()
     run.record("cjk", "memory-context", "hash")["recall_accuracy"] = 0.01
-    run.record("secrets", "truncate", "-")["violations"] = 1
+    run.record("secrets", "truncate", "none")["violations"] = 1
     result = _run_evals(pytester, write_run(tmp_path / "bad", run))
     result.assert_outcomes(passed=9, failed=3)
     result.stdout.fnmatch_lines(
         [
-            "*secrets/truncate/-: 1*",
+            "*secrets/truncate/none: 1*",
             "*cjk: memory-context/hash 0.010 < truncate*",
             "*cjk memory-context/hash: recall_accuracy = 0.01, min 0.75*",
         ]

@@ -62,10 +62,10 @@ def test_markdown_tables_hold_the_numbers(reported: tuple[SyntheticRun, Path, li
     assert f"{100 * high:.1f})" in md
     assert f"${mc['cost_usd']:,.4f}" in md and f"{mc['tokens_per_call']:,.0f}" in md
     assert "3.5 / 11.0" in md  # hook p50 / p95
-    full = run.record("all", "full", "-")
+    full = run.record("all", "full", "none")
     assert f"| {full['fit']}/{full['probes']} |" in md
     for suite in SUITES:
-        cjk = run.record(suite, "truncate", "-")
+        cjk = run.record(suite, "truncate", "none")
         assert re.search(
             rf"\| {suite} \| 24 \| [^\n]*{re.escape(_pct(cjk['recall_accuracy']))}", md
         )
@@ -85,7 +85,7 @@ def test_checks_pass_on_a_good_run(reported: tuple[SyntheticRun, Path, list[Path
 
 def test_checks_name_the_suite_where_memory_context_loses(tmp_path: Path) -> None:
     run = build_run()
-    truncate = run.record("cjk", "truncate", "-")["recall_accuracy"]
+    truncate = run.record("cjk", "truncate", "none")["recall_accuracy"]
     run.record("cjk", "memory-context", "hash")["recall_accuracy"] = truncate - 0.1
     run.record("secrets", "memory-context", "hash")["recall_accuracy"] = run.record(
         "secrets", "truncate", "-"
@@ -110,7 +110,7 @@ def test_checks_say_when_something_beats_full_on_its_fitted_probes(tmp_path: Pat
     run = build_run()
     for row in run.probes:  # full misses a probe it fits that truncate answers
         if row["suite"] == "needle" and row["probe"].endswith("p01"):
-            row["correct"] = row["strategy"] == "truncate"
+            row["recall_accuracy"] = row["strategy"] == "truncate"
     run_dir = write_run(tmp_path / "run", run)
     write_report(run_dir)
     md = (run_dir / "report.md").read_text(encoding="utf-8")
@@ -141,8 +141,8 @@ def test_report_is_byte_stable(reported: tuple[SyntheticRun, Path, list[Path]]) 
 def test_tables_cope_with_missing_values_and_embeddings(tmp_path: Path) -> None:
     run = build_run()
     run.summary["records"] = [r for r in run.summary["records"] if r["embedding"] != "transformer"]
-    run.record("all", "full", "-").update(recall_accuracy=None, recall_accuracy_ci=None)
-    run.record("all", "truncate", "-")["hook_p95_ms"] = None
+    run.record("all", "full", "none").update(recall_accuracy=None, recall_accuracy_ci=None)
+    run.record("all", "truncate", "none")["hook_p95_ms"] = None
     headline = headline_table(run.summary)
     assert headline.rows[0][2] == "n/a" and headline.rows[1][12] == "n/a"
     assert suite_table(run.summary).header == ("suite", "probes", "full", "truncate",
@@ -198,7 +198,7 @@ def test_report_main_rerenders_and_rejects_non_run_dirs(
 
 def test_terminal_checks_compare_full_from_the_records_alone() -> None:
     run = build_run()
-    run.record("long-haul", "full", "-")["recall_accuracy"] = 0.5
+    run.record("long-haul", "full", "none")["recall_accuracy"] = 0.5
     text = format_terminal_table(run.summary)
     assert "FAIL  full's accuracy on the probes it fits is beaten in long-haul (" in text
     assert "over different probe sets" in text

@@ -52,11 +52,13 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
         assert (baseline_run / name).stat().st_size > 0, name
     summary = _summary(baseline_run)
     keys = {(r["suite"], r["strategy"], r["embedding"]) for r in summary["records"]}
+    assert {r["suite"] for r in summary["pooled"]} == {"all"}  # kept apart: sums count once
+    keys |= {(r["suite"], r["strategy"], r["embedding"]) for r in summary["pooled"]}
     for suite in (*SUITES, "all"):
-        assert (suite, "full", "-") in keys
-        assert (suite, "truncate", "-") in keys
-        assert (suite, "observation-masking", "-") in keys  # never searches: one record
-        assert (suite, "planner", "-") in keys
+        assert (suite, "full", "none") in keys
+        assert (suite, "truncate", "none") in keys
+        assert (suite, "observation-masking", "none") in keys  # never searches: one record
+        assert (suite, "planner", "none") in keys
         for searching in ("openclaw", "meerkat", "memory-context"):
             assert (suite, searching, "hash") in keys
     # What each configuration cost to measure, in worker seconds.
@@ -80,7 +82,15 @@ def test_same_command_gives_the_same_summary_apart_from_timing(
 ) -> None:
     again = run_eval(_options(tmp_path / "again"))
     assert _without_timing(_summary(again)) == _without_timing(_summary(baseline_run))
-    assert (again / "results.jsonl").read_bytes() == (baseline_run / "results.jsonl").read_bytes()
+    assert _rows(again / "results.jsonl") == _rows(baseline_run / "results.jsonl")
+    assert _rows(again / "trace.jsonl") == _rows(baseline_run / "trace.jsonl")
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    """A JSONL file's rows without the run id (the one column that names the time)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert rows and all(row.pop("run") for row in rows)
+    return rows
 
 
 def test_process_pool_gives_the_same_records_as_one_process(
@@ -221,6 +231,6 @@ def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
     variants = ("observation-masking", "observation-masking:keepLast=2")
     run = run_eval(_options(tmp_path / "v", suites=("needle",), strategies=variants))
     records = {(r["strategy"], r["embedding"]): r for r in _summary(run)["records"]}
-    ten, two = records[(variants[0], "-")], records[(variants[1], "-")]
+    ten, two = records[(variants[0], "none")], records[(variants[1], "none")]
     assert two["tokens_per_call"] < ten["tokens_per_call"]
     assert ten["violations"] == two["violations"] == 0 and ten["llm_tokens"] == 0

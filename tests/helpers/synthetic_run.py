@@ -1,7 +1,7 @@
 """Plausible evaluation run directories for the report, chart, gate and plugin tests.
 
 They follow the file contract of :mod:`memctx.harness.schema` only (no replay engine needed):
-9 suites, strategies ``full``/``truncate`` (embedding ``"-"``) and ``memory-context`` ×
+9 suites, strategies ``full``/``truncate`` (embedding ``"none"``) and ``memory-context`` ×
 ``hash``/``transformer``. :func:`build_run` returns the three parts so that a test can inject
 a regression before :func:`write_run` writes them.
 """
@@ -19,22 +19,22 @@ from memctx.harness.gen.suites import SUITES
 from memctx.harness.schema import SUMMARY_SCHEMA
 
 PAIRS = (
-    ("full", "-"),
-    ("truncate", "-"),
+    ("full", "none"),
+    ("truncate", "none"),
     ("memory-context", "hash"),
     ("memory-context", "transformer"),
 )
 # Chance that a probe's answer is in the context, per strategy × embedding.
 _SKILL = {
-    ("full", "-"): 1.0,
-    ("truncate", "-"): 0.35,
+    ("full", "none"): 1.0,
+    ("truncate", "none"): 0.35,
     # High enough that a "good" run clears the repository's thresholds in every suite.
     ("memory-context", "hash"): 0.95,
     ("memory-context", "transformer"): 0.97,
 }
 _TOKENS = {
-    ("full", "-"): 90_000,
-    ("truncate", "-"): 30_000,
+    ("full", "none"): 90_000,
+    ("truncate", "none"): 30_000,
     ("memory-context", "hash"): 31_500,
     ("memory-context", "transformer"): 31_800,
 }
@@ -49,7 +49,7 @@ class SyntheticRun:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, suite: str, strategy: str, embedding: str) -> dict[str, Any]:
-        records: list[dict[str, Any]] = self.summary["records"]
+        records: list[dict[str, Any]] = self.summary["records"] + self.summary["pooled"]
         for record in records:
             if (record["suite"], record["strategy"], record["embedding"]) == (
                 suite,
@@ -63,9 +63,9 @@ class SyntheticRun:
 def _record(
     suite: str, strategy: str, embedding: str, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    fit = [r for r in rows if r["fit"]]
-    acc = sum(r["correct"] for r in fit) / len(fit) if fit else None
-    evidence = sum(r["evidence"] for r in fit) / len(fit) if fit else None
+    fit = [r for r in rows if r["fits"]]
+    acc = sum(r["recall_accuracy"] for r in fit) / len(fit) if fit else None
+    evidence = sum(r["evidence_recall"] for r in fit) / len(fit) if fit else None
     tokens = _TOKENS[(strategy, embedding)]
     searching = strategy == "memory-context"
     ci = (
@@ -86,7 +86,7 @@ def _record(
         "evidence_recall_ci": None
         if evidence is None
         else [round(max(0.0, evidence - 0.04), 4), round(min(1.0, evidence + 0.04), 4)],
-        "stale_rate": round(sum(r["stale"] for r in rows) / len(rows), 4),
+        "stale_rate": round(sum(bool(r["stale_rate"]) for r in rows) / len(rows), 4),
         "tokens_per_call": float(tokens),
         "recall_tokens": 1200.0 if searching else 0.0,
         "llm_tokens": 40_000 if searching else 0,
@@ -133,7 +133,7 @@ def _calls(
                 "sent_tokens": sent,
                 "cached_tokens": sent // 2,
                 "recall_tokens": 1200 if strategy == "memory-context" else 0,
-                "probe": call % 17 == 16,
+                "probe": f"{scenario}-p{call // 17:02d}" if call % 17 == 16 else None,
                 "events": events,
                 "latency_ms": 3.0 if strategy == "memory-context" else 0.1,
             }
@@ -163,15 +163,18 @@ def build_run(seed: int = 0, probes_per_suite: int = 24) -> SyntheticRun:
                         "probe": f"{scenario}-p{i:02d}",
                         "kind": "fact",
                         "tags": [],
-                        "fit": fit,
-                        "correct": correct,
-                        "evidence": 1.0 if correct else 0.0,
-                        "stale": bool(
+                        "fits": fit,
+                        "recall_accuracy": correct if fit else None,
+                        "tool_accuracy": correct if fit else None,
+                        "evidence_recall": (1.0 if correct else 0.0) if fit else None,
+                        "stale_rate": bool(
                             fit and not correct and strategy == "truncate" and i % 4 == 0
-                        ),
-                        "context_tokens": _TOKENS[(strategy, embedding)],
+                        )
+                        if fit
+                        else None,
+                        "sent_tokens": _TOKENS[(strategy, embedding)],
                         "recall_tokens": 1200 if strategy == "memory-context" else 0,
-                        "tool_hit": correct if strategy == "memory-context" else None,
+                        "has_tool": strategy == "memory-context",
                         "answer": None,
                         "judged": None,
                     }
@@ -181,9 +184,10 @@ def build_run(seed: int = 0, probes_per_suite: int = 24) -> SyntheticRun:
             calls.extend(
                 _calls(suite, scenario, strategy, embedding, 160 if suite == "long-haul" else 30)
             )
+    pooled = []
     for strategy, embedding in PAIRS:
         rows = [p for p in probes if (p["strategy"], p["embedding"]) == (strategy, embedding)]
-        records.append(_record("all", strategy, embedding, rows))
+        pooled.append(_record("all", strategy, embedding, rows))
     summary = {
         "schema": SUMMARY_SCHEMA,
         "provenance": {
@@ -216,6 +220,7 @@ def build_run(seed: int = 0, probes_per_suite: int = 24) -> SyntheticRun:
             "answer_model": "claude-sonnet-4-5",
         },
         "records": records,
+        "pooled": pooled,
         "timing": {
             "started_at": "2025-01-01T00:00:00+00:00",
             "finished_at": "2025-01-01T00:01:00+00:00",

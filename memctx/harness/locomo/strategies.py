@@ -20,6 +20,7 @@ from pathlib import Path
 from ..engine import run_scenario
 from ..metrics import aggregate
 from ..scenario import Probe, Scenario, Session
+from ..schema import NO_EMBEDDING
 from ..strategies import parse_strategy
 from .data import Conversation, load_locomo
 from .product import CATEGORIES, conversation_messages
@@ -144,7 +145,7 @@ def run_locomo_strategies(
                         record["violations"],
                     )
                 )
-                if shown == "-":
+                if shown == NO_EMBEDDING:
                     break  # it does not search: the same context whatever the embedder
     return rows
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..schema import NO_EMBEDDING, all_records
 from .checks import ALL, pair_label, pairs, suites
 from .frontier import FRONTIER_CHART, frontier, place_labels, point_ends, step_corners
 
@@ -88,7 +89,7 @@ def _num(value: Any) -> float | None:
 def _all_records(summary: Mapping[str, Any]) -> dict[Pair, Mapping[str, Any]]:
     return {
         (str(r["strategy"]), str(r["embedding"])): r
-        for r in summary.get("records", [])
+        for r in all_records(summary)
         if r["suite"] == ALL
     }
 
@@ -115,7 +116,7 @@ def _recall_vs_tokens(
     fig = new_figure(9.5, 5)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
-    markers = {"-": "o", "hash": "s", "transformer": "^"}
+    markers = {NO_EMBEDDING: "o", "hash": "s", "transformer": "^"}
     xmax = 1.0
     for pair, record in points.items():
         acc, tokens = _num(record.get("recall_accuracy")), _num(record.get("tokens_per_call"))
@@ -176,14 +177,14 @@ def _cost(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -
 def _frontier(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart | None:
     from matplotlib.lines import Line2D
 
-    points = frontier(summary.get("records", []))
+    points = frontier(all_records(summary))
     drawn = [p for p in points if p.excluded is None]
     if not drawn:
         return None
     fig = new_figure(9.5, 5.2)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
-    markers = {"-": "o", "hash": "s", "transformer": "^"}
+    markers = {NO_EMBEDDING: "o", "hash": "s", "transformer": "^"}
     for p in drawn:
         assert p.cost_per_call is not None and p.recall_accuracy is not None
         x, y = p.cost_per_call, 100 * p.recall_accuracy
@@ -283,7 +284,7 @@ def _grouped(
 
 
 def _by_suite(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path) -> Chart | None:
-    records = summary.get("records", [])
+    records = all_records(summary)
     index = {(r["suite"], r["strategy"], r["embedding"]): r for r in records}
     names = suites(records)
     if not names:
@@ -314,7 +315,7 @@ def _by_suite(summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Pat
 def _hash_vs_transformer(
     summary: Mapping[str, Any], colours: Mapping[Pair, Any], path: Path
 ) -> Chart | None:
-    records = summary.get("records", [])
+    records = all_records(summary)
     embeddings = [e for s, e in pairs(records) if s == "memory-context"]
     if len(embeddings) < 2:
         return None
@@ -504,7 +505,7 @@ def write_charts(
     from matplotlib import rc_context
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    colours = _colours(pairs(summary.get("records", [])))
+    colours = _colours(pairs(all_records(summary)))
     # Fixed fonts, sizes and hash salt: the same data gives the same bytes.
     with rc_context(
         {

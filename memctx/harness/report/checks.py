@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import ALL_SUITES
+from ..schema import ALL_SUITES, LEGACY_NO_EMBEDDING, NO_EMBEDDING, all_records
 
 __all__ = ["ALL", "Check", "pair_label", "pairs", "run_checks", "suites"]
 
@@ -47,7 +47,8 @@ class Check:
 
 def pair_label(strategy: str, embedding: str) -> str:
     """``"memory-context × hash"``, or just the strategy when it does not search."""
-    return strategy if embedding in ("-", "") else f"{strategy} × {embedding}"
+    no_embedder = embedding in (NO_EMBEDDING, LEGACY_NO_EMBEDDING, "")
+    return strategy if no_embedder else f"{strategy} × {embedding}"
 
 
 def pairs(records: Iterable[Mapping[str, Any]]) -> list[Pair]:
@@ -78,7 +79,7 @@ def _beats_truncate(records: Sequence[Mapping[str, Any]]) -> list[Check]:
     names = suites(records)
     embeddings = [e for s, e in pairs(records) if s == "memory-context"]
     name = "memory-context beats truncate on recall accuracy in every suite"
-    if not embeddings or not any(p == ("truncate", "-") for p in pairs(records)):
+    if not embeddings or not any(p == ("truncate", NO_EMBEDDING) for p in pairs(records)):
         return [Check(name, None, "the run lacks memory-context or truncate.")]
     out = []
     for embedding in embeddings:
@@ -86,7 +87,7 @@ def _beats_truncate(records: Sequence[Mapping[str, Any]]) -> list[Check]:
         losses = []
         for suite in names:
             mine = _acc(index.get((suite, "memory-context", embedding)))
-            theirs = _acc(index.get((suite, "truncate", "-")))
+            theirs = _acc(index.get((suite, "truncate", NO_EMBEDDING)))
             if mine is None or theirs is None:
                 continue
             if mine <= theirs + _EPS:
@@ -113,7 +114,7 @@ def _full_ceiling_from_probes(probes: Sequence[Mapping[str, Any]]) -> Check:
     full_rows = {
         (p["suite"], p["scenario"], p["probe"]): p for p in probes if p["strategy"] == "full"
     }
-    fitted = {key for key, p in full_rows.items() if p["fit"]}
+    fitted = {key for key, p in full_rows.items() if p["fits"]}
     if not full_rows:
         return Check(name, None, "the run lacks the full strategy.")
     if not fitted:
@@ -127,11 +128,11 @@ def _full_ceiling_from_probes(probes: Sequence[Mapping[str, Any]]) -> Check:
         pair = (str(p["strategy"]), str(p["embedding"]))
         if key not in fitted:
             continue
-        hits[pair] += bool(p["correct"])
+        hits[pair] += bool(p["recall_accuracy"])
         asked[pair] += 1
-        if pair[0] != "full" and p["correct"] and not full_rows[key]["correct"]:
+        if pair[0] != "full" and p["recall_accuracy"] and not full_rows[key]["recall_accuracy"]:
             beaten[str(p["suite"])][pair_label(*pair)] += 1
-    full = ("full", "-")
+    full = ("full", NO_EMBEDDING)
     others = [p for p in asked if p != full]
     best = max(others, key=lambda p: (hits[p] / asked[p], p), default=None)
     text = f"full fits {len(fitted)} of {len(full_rows)} probes; on those it answers "
@@ -160,7 +161,7 @@ def _full_ceiling_from_records(records: Sequence[Mapping[str, Any]]) -> Check:
     index = _index(records)
     beaten = []
     for suite in suites(records):
-        full = _acc(index.get((suite, "full", "-")))
+        full = _acc(index.get((suite, "full", NO_EMBEDDING)))
         if full is None:
             continue
         for strategy, embedding in pairs(records):
@@ -200,6 +201,6 @@ def run_checks(
     summary: Mapping[str, Any], probes: Sequence[Mapping[str, Any]] | None = None
 ) -> list[Check]:
     """The checks of a run; ``probes`` (results.jsonl rows) makes the full check exact."""
-    records: Sequence[Mapping[str, Any]] = summary.get("records", [])
+    records: Sequence[Mapping[str, Any]] = all_records(summary)
     full = _full_ceiling_from_probes(probes) if probes else _full_ceiling_from_records(records)
     return [*_beats_truncate(records), full, _violations(records)]

@@ -54,7 +54,7 @@ class FrontierPoint:
 
     Attributes:
         strategy: The strategy, e.g. ``"memory-context"``.
-        embedding: Its embedder, ``"-"`` when the strategy does not search.
+        embedding: Its embedder, ``"none"`` when the strategy does not search.
         cost_per_call: Total cost over the number of model calls (USD); None if unknown.
         cost_usd: Total cost of the configuration over every call of the run (USD).
         recall_accuracy: Share of probes whose context holds an expected answer.

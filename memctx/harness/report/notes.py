@@ -15,6 +15,8 @@ from memctx.config import MemoryContextConfig
 from memctx.errors import MemctxError
 from memctx.llm import OFFLINE_MODEL
 
+from ..schema import all_records
+
 __all__ = ["summary_model_note", "summary_strategies_run"]
 
 
@@ -28,7 +30,7 @@ def summary_strategies_run(summary: Mapping[str, Any]) -> list[str]:
     from ..strategies import SUMMARY_STRATEGIES
 
     found: dict[str, None] = {}
-    for record in summary.get("records", []):
+    for record in all_records(summary):
         strategy = str(record.get("strategy", ""))
         compactions = record.get("compactions")
         if (

@@ -21,7 +21,7 @@ from typing import Any
 from memctx.errors import MemctxError
 from memctx.transcripts import InputFileError, InputLine, check_input_file, open_input_file
 
-from ..schema import RECORD_METRICS
+from ..schema import RECORD_METRICS, all_records, upgrade_summary
 from .checks import ALL, Check, pair_label, pairs, run_checks, suites
 from .frontier import FRONTIER_CHART, FRONTIER_NOTE, frontier, frontier_reading, frontier_table
 from .notes import summary_model_note
@@ -61,7 +61,7 @@ _REWRITE = "re-run `memctx eval --out DIR` to write the run directory again"
 # The fields of a results.jsonl / trace.jsonl row the report reads, and their JSON types.
 _PROBE_FIELDS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("suite", "scenario", "probe", "strategy", "embedding"), (str,)),
-    **dict.fromkeys(("fit", "correct"), (bool,)),
+    "fits": (bool,),
 }
 _CALL_FIELDS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("suite", "scenario", "session", "strategy", "embedding"), (str,)),
@@ -163,6 +163,11 @@ def validate_summary(data: object, source: str) -> dict[str, Any]:
         )
     for index, record in enumerate(records):
         _check_record(record, f"{source}: records[{index}]")
+    pooled = data.get("pooled", [])
+    if not isinstance(pooled, list):
+        raise RunDirError(f"{source}: 'pooled' is {_type(pooled)}, not a list; {_REWRITE}")
+    for index, record in enumerate(pooled):
+        _check_record(record, f"{source}: pooled[{index}]")
     for key in _SECTIONS:
         if data.get(key) is not None and not isinstance(data[key], Mapping):
             raise RunDirError(f"{source}: {key!r} is {_type(data[key])}, not an object; {_REWRITE}")
@@ -208,7 +213,7 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
         raise RunDirError(
             f"{path} is not a run summary ({type(exc).__name__}); {_REWRITE}"
         ) from None
-    return validate_summary(data, str(path))
+    return upgrade_summary(validate_summary(data, str(path)))
 
 
 def load_probes(run_dir: Path) -> list[dict[str, Any]]:
@@ -298,8 +303,7 @@ def _ms(p50: Any, p95: Any) -> str:
 
 
 def _all_records(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    records: list[Mapping[str, Any]] = summary.get("records", [])
-    return [r for r in records if r["suite"] == ALL]
+    return list(summary.get("pooled", []))
 
 
 def headline_table(summary: Mapping[str, Any]) -> Table:
@@ -335,7 +339,7 @@ def headline_table(summary: Mapping[str, Any]) -> Table:
 
 def suite_table(summary: Mapping[str, Any], metric: str = "recall_accuracy") -> Table:
     """Suites × (strategy, embedding): ``metric`` as a percentage, plus probes per suite."""
-    records = summary.get("records", [])
+    records = all_records(summary)
     index = {(r["suite"], r["strategy"], r["embedding"]): r for r in records}
     run_pairs = pairs(records)
     header = ("suite", "probes", *(pair_label(*p) for p in run_pairs))
