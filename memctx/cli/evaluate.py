@@ -23,7 +23,7 @@ from .options import (
     shared_datasets_dir,
 )
 
-__all__ = ["add_eval_arguments", "eval_command", "options_from_args"]
+__all__ = ["add_eval_arguments", "eval_command", "finish_eval", "options_from_args"]
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -312,16 +312,25 @@ def eval_command(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(describe_os_error(exc))
-    return _finish(args, run_dir)
+    return finish_eval(
+        run_dir, no_report=args.no_report, baseline=args.baseline, fail_on=args.fail_on
+    )
 
 
-def _finish(args: argparse.Namespace, run_dir: Path) -> int:
-    """Report, print the table and the checks, gate; the exit status."""
+def finish_eval(
+    run_dir: Path,
+    *,
+    no_report: bool = False,
+    baseline: str | None = None,
+    fail_on: str | None = None,
+) -> int:
+    """After a run: the report, the table and the checks, the gate; the exit status (1 when
+    an invariant was violated, a printed check FAILed or the gate failed)."""
     from memctx.harness import upgrade_summary
     from memctx.harness.report import format_terminal_table, load_probes, run_checks, write_report
 
     summary = upgrade_summary(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
-    if not args.no_report:
+    if not no_report:
         write_report(run_dir)
     probes = load_probes(run_dir)
     print(format_terminal_table(summary, probes))
@@ -339,8 +348,8 @@ def _finish(args: argparse.Namespace, run_dir: Path) -> int:
     if failed:
         print(f"FAIL: {len(failed)} check(s) failed (listed above)", file=sys.stderr)
         status = 1
-    if args.baseline:
+    if baseline:
         from memctx.harness import check_gate
 
-        status = max(status, check_gate(run_dir, Path(args.baseline), args.fail_on))
+        status = max(status, check_gate(run_dir, Path(baseline), fail_on))
     return status

@@ -27,6 +27,7 @@ from .claude_code import (
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .engine import ScenarioResult, run_scenario
 from .executor import Job, bundles, execute_jobs
+from .explain import ProbeExplanation, explain_probe, format_explanation
 from .frames import RunFrames, load_run, probe_frame
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
@@ -105,6 +106,7 @@ __all__ = [
     "Messages",
     "Prepared",
     "Probe",
+    "ProbeExplanation",
     "ProbeRow",
     "ProbesError",
     "RecordedCompaction",
@@ -130,9 +132,11 @@ __all__ = [
     "config_label",
     "dump_scenarios",
     "execute_jobs",
+    "explain_probe",
     "find_run",
     "find_trajectories",
     "format_comparison",
+    "format_explanation",
     "format_replay",
     "format_trajectory_table",
     "load_hand_probes",

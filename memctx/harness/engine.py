@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +68,15 @@ class ScenarioResult:
             ``llm_cost_usd``, ``compactions``, ``trims``, ``calls``, ``violation_kinds``,
             ``hook_latencies_ms`` (one per call), ``hook_failures``, ``wall_s``, ``window``,
             ``answer_model``.
+        explained: For each probe id asked for with ``explain``: what its call saw (the
+            transcript, the context sent, the events, the strategy's own record of the
+            call); read by :mod:`memctx.harness.explain`.
     """
 
     probes: list[ProbeRow] = field(default_factory=list)
     calls: list[CallRow] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    explained: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Clock:
@@ -98,6 +102,7 @@ class _Replay:
     infos: InfoCache
     clock: _Clock
     judge: Any = None
+    explain: frozenset[str] = frozenset()
     result: ScenarioResult = field(default_factory=ScenarioResult)
     violations: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
@@ -214,6 +219,8 @@ class _Replay:
             tool_hit = fit and (present or any(a in found for a in answers))
             found_secrets = sum(s in "\n".join(hits) for s in self.scenario.secrets)
             self.violations["secrets"] += found_secrets
+        if probe.id in self.explain:
+            self.capture(probe, transcript, prepared, measure.sent, events)
         answer = verdict = None
         if self.judge is not None and fit:
             answer, verdict = self.judge.answer_and_judge(prepared.context, probe)
@@ -240,6 +247,25 @@ class _Replay:
         )
 
 
+    def capture(
+        self, probe: Probe, transcript: Messages, prepared: Prepared, sent: int, events: list[str]
+    ) -> None:
+        """Keep what ``probe``'s call saw, for :mod:`memctx.harness.explain`."""
+        record = getattr(getattr(self.strategy, "engine", None), "last_call", None)
+        self.result.explained[probe.id] = {
+            "transcript": list(transcript),
+            "context": list(prepared.context),
+            "sent_tokens": sent,
+            "window": self.window,
+            "events": list(events),
+            "trimmed": prepared.trimmed,
+            "recovery": prepared.recovery,
+            "call_record": (
+                asdict(record) if is_dataclass(record) and not isinstance(record, type) else None
+            ),
+        }
+
+
 def run_scenario(
     scenario: Scenario,
     strategy: str,
@@ -250,6 +276,7 @@ def run_scenario(
     answer_model: str = "claude-sonnet-4-5",
     work_dir: Path,
     llm: Any | None = None,
+    explain: Collection[str] = (),
 ) -> ScenarioResult:
     """Replay ``scenario`` through ``strategy`` and score every probe.
 
@@ -267,6 +294,7 @@ def run_scenario(
         llm: ``None`` (presence scoring only), a litellm model string, or a client with
             ``complete`` (e.g. an :class:`~memctx.llm.client.LLMClient`): the model answers each
             fitted probe from its context and judges the answer (``ProbeRow.answer``/``judged``).
+        explain: Probe ids whose calls to keep whole in ``ScenarioResult.explained``.
 
     Returns:
         The probe rows, call rows and totals.
@@ -301,6 +329,7 @@ def run_scenario(
         infos,
         clock,
         judge,
+        frozenset(explain),
     )
     try:
         _play(replay, scenario)
