@@ -1,7 +1,9 @@
 """Foundation measurements on real transcripts, printed as plain tables.
 
-``memctx check`` and ``memctx calibrate`` (and, until the evaluation harness lands,
-``memctx eval``) call these. Every figure in the README's "Measured on real sessions"
+``memctx check``, ``memctx calibrate`` and ``memctx foundation`` (both) call these, on
+transcript files, ``FILE#N`` or folders (:mod:`memctx.cli.inputs`). Names are printed
+whole: a file found in a folder by its path in that folder, so that two folders'
+``sample_raw.json`` stay apart. Every figure in the README's "Measured on real sessions"
 section comes from here, so re-running the command reproduces it.
 """
 
@@ -23,11 +25,17 @@ from memctx.messages import (
     repair_tool_pairing,
 )
 from memctx.text import Redactor
-from memctx.transcripts import Transcript, load_transcripts
+from memctx.transcripts import Transcript
 
-from .options import fail, one_line
+from .inputs import (
+    expand_transcript_arg,
+    load_transcript_arg,
+    split_transcript_arg,
+    transcript_files,
+)
+from .options import OptionError, fail, one_line
 
-__all__ = ["calibrate_tokens", "check_transcripts", "deletion_trials"]
+__all__ = ["calibrate_tokens", "check_transcripts", "claude_sessions", "deletion_trials"]
 
 DELETE_SHARE = 0.20
 
@@ -55,7 +63,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in text_rows]
-    return "\n".join(out)
+    return "\n".join(line.rstrip() for line in out)
 
 
 def _strings(messages: Iterable[Any]) -> Iterable[str]:
@@ -65,20 +73,21 @@ def _strings(messages: Iterable[Any]) -> Iterable[str]:
                 yield block.text
 
 
-def check_transcripts(paths: Sequence[Path], *, trials: int = 50) -> int:
-    """Load, judge and repair every transcript; print one row each. Non-zero on failure."""
+def check_transcripts(paths: Sequence[str | Path], *, trials: int = 50) -> int:
+    """Load, judge and repair every transcript; print one row each. Non-zero on failure.
+
+    ``paths`` are transcript arguments (:mod:`memctx.cli.inputs`): files, ``FILE#N`` or
+    folders; a file that cannot be read is a row saying why, and a failure.
+    """
     redactor = Redactor()
     rows: list[tuple[object, ...]] = []
     failures = 0
-    for path in paths:
-        try:
-            loaded = load_transcripts(path)
-        except TranscriptError as exc:
-            rows.append((path.name[:48], "-", "-", "-", "-", "-", f"ERROR: {one_line(str(exc))}"))
+    for name, loaded in _loadable(paths):
+        if isinstance(loaded, str):
+            rows.append((name, "-", "-", "-", "-", "-", f"ERROR: {loaded}"))
             failures += 1
             continue
-        for index, transcript in enumerate(loaded):
-            name = path.name if len(loaded) == 1 else f"{path.name}#{index}"
+        for shown, transcript in loaded:
             as_loaded = len(pairing_violations(transcript.messages))
             before, after = deletion_trials(transcript.messages, trials)
             hits = sum(
@@ -87,7 +96,7 @@ def check_transcripts(paths: Sequence[Path], *, trials: int = 50) -> int:
             failures += after > 0
             rows.append(
                 (
-                    name[:48],
+                    shown,
                     transcript.format,
                     len(transcript.messages),
                     as_loaded,
@@ -114,30 +123,76 @@ def check_transcripts(paths: Sequence[Path], *, trials: int = 50) -> int:
     return 1 if failures else 0
 
 
-def claude_sessions(root: Path) -> list[Transcript]:
-    """The real Claude Code sessions: the ones with a recorded compaction.
+def _loadable(
+    paths: Sequence[str | Path],
+) -> Iterable[tuple[str, list[tuple[str, Transcript]] | str]]:
+    """Each transcript argument ``paths`` expand to, by name (relative to the folder it was
+    found in, so that two folders' ``sample_raw.json`` stay apart), with its transcripts and
+    their names (``FILE#N`` for one of several) or why it cannot be read (a folder without
+    transcripts, a file that does not load)."""
+    for path in paths:
+        try:
+            args = expand_transcript_arg(str(path))
+        except OptionError as exc:
+            yield str(path), one_line(str(exc))
+            continue
+        for arg, named in args:
+            file = str(split_transcript_arg(arg)[0])
+            name = Path(file).name if named else str(Path(file).relative_to(path))
+            try:
+                loaded = load_transcript_arg(arg)
+            except (TranscriptError, OptionError) as exc:
+                yield name + arg[len(file) :], one_line(str(exc))
+                continue
+            # A transcript's source is the file's path, then "#N" when it is one of several.
+            yield name, [(name + t.source[len(file) :], t) for t in loaded]
 
-    A file that cannot be loaded is left out, with a warning on stderr naming it and why.
+
+def claude_sessions(paths: Sequence[str | Path]) -> list[Transcript]:
+    """The Claude Code sessions among ``paths`` (files, ``FILE#N`` or folders, see
+    :mod:`memctx.cli.inputs`) that calibration can use: those with a recorded compaction and
+    reported usage.
+
+    A file found in a folder that cannot be loaded is left out, with a warning on stderr
+    naming it and why; a file named on the command line that cannot be loaded is an error.
+
+    Raises:
+        TranscriptError, OptionError: A named file that cannot be read, or a folder holding
+            no transcript file.
     """
     sessions = []
-    for path in sorted((root / "claude-code").glob("*.jsonl")):
+    for arg, named in transcript_files([str(p) for p in paths]):
         try:
-            transcript = load_transcripts(path)[0]
-        except TranscriptError as exc:
+            loaded = load_transcript_arg(arg)
+        except (TranscriptError, OptionError) as exc:
+            if named:
+                raise
             print(f"memctx: warning: skipped {one_line(str(exc))}", file=sys.stderr)
             continue
-        if transcript.compaction_boundary is not None and transcript.usage:
-            sessions.append(transcript)
+        sessions += [t for t in loaded if t.compaction_boundary is not None and t.usage]
     return sessions
 
 
-def calibrate_tokens(root: Path, *, models: Sequence[str] | None = None) -> int:
-    """Print each counter's error against Claude Code's reported input tokens."""
-    sessions = claude_sessions(root)
+def calibrate_tokens(
+    paths: Sequence[str | Path], *, models: Sequence[str] | None = None, required: bool = True
+) -> int:
+    """Print each counter's error against Claude Code's reported input tokens.
+
+    Args:
+        paths: Transcript files, ``FILE#N`` or folders (see :func:`claude_sessions`).
+        models: litellm models whose exact tokenizer to measure beside ``ceil(len/3)``.
+        required: No usable session is an error (exit 2); otherwise a note, exit 0.
+    """
+    sessions = claude_sessions(paths)
     if not sessions:
+        where = ", ".join(str(p) for p in paths)
+        missing = f"no Claude Code session with a compaction and usage in {where}"
+        if not required:
+            print(f"no token calibration: {missing}")
+            return 0
         return fail(
-            f"no Claude Code session with a compaction and usage under {root / 'claude-code'}; "
-            "pass --datasets DIR, a folder holding claude-code/*.jsonl"
+            f"{missing}; pass Claude Code session files (*.jsonl) or a folder holding them "
+            "(the datasets root or its claude-code folder)"
         )
     counters = [TokenCounter()] + [TokenCounter(m) for m in (models or ["claude-sonnet-4-5"])]
     results: list[CounterError] = []
@@ -148,7 +203,7 @@ def calibrate_tokens(root: Path, *, models: Sequence[str] | None = None) -> int:
                 session.messages,
                 usage,
                 counter,
-                source=Path(session.source).stem[:8],
+                source=Path(session.source).name,
                 compaction_boundary=session.compaction_boundary,
                 compact_summary=session.compact_summary,
                 label="ceil(len/3)" if not counter.exact else f"exact:{counter.model}",

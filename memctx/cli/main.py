@@ -1,10 +1,15 @@
 """The ``memctx`` command line.
 
 Commands: ``eval`` (the benchmark), ``report`` (re-render a run), ``gen`` (scenario
-datasets), ``replay`` (a real transcript through ``MemoryContext``), ``search``
-(memory_search over a store), ``check`` (load transcripts, report pairing and redaction),
-``calibrate`` (token counters against provider-reported usage) and ``foundation`` (check and
-calibrate over the real datasets). Heavy modules are imported inside each command.
+datasets), ``replay`` (real transcripts through ``MemoryContext`` or a strategy:
+:mod:`memctx.cli.replay_cmd`), ``search`` (memory_search over a store), ``check`` (load
+transcripts, report pairing and redaction), ``calibrate`` (token counters against
+provider-reported usage), ``foundation`` (check and calibrate; by default over the real
+datasets) and ``trajectories``. Heavy modules are imported inside each command.
+
+Every command that reads transcripts takes files, ``FILE#N`` (the N-th transcript of a file
+holding several, counted from 0) and, for ``check``, ``calibrate`` and ``foundation``,
+folders: :mod:`memctx.cli.inputs`.
 
 Errors never end in a traceback: bad input (a :class:`~memctx.errors.MemctxError`, a file
 that cannot be read, a bad option value) prints one line, ``memctx: error: <problem>; <fix>``,
@@ -21,19 +26,20 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from memctx.errors import MemctxError
 
+from .inputs import TRANSCRIPT_ARG_HELP, split_transcript_arg
 from .options import (
     OptionError,
     describe_os_error,
     existing_dir,
     fail,
-    parse_set,
     positive,
     shared_datasets_dir,
 )
+from .replay_cmd import add_replay_arguments, replay_command
+from .show_cmd import add_show_arguments, show_command
 
 __all__ = ["main"]
 
@@ -44,15 +50,37 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .foundation import check_transcripts
 
     positive("--trials", args.trials, zero=True)
-    return check_transcripts([Path(p) for p in args.paths], trials=args.trials)
+    return check_transcripts(list(args.paths), trials=args.trials)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .foundation import calibrate_tokens
 
-    root = shared_datasets_dir(args.datasets)
-    existing_dir("--datasets", root)
-    return calibrate_tokens(root, models=args.model)
+    return calibrate_tokens(_sources(args), models=args.model)
+
+
+def _sources(args: argparse.Namespace) -> list[str]:
+    """What ``calibrate`` and ``foundation`` read: each PATH (a file, ``FILE#N`` or a
+    folder) and ``--datasets``; with neither, the shared datasets folder
+    (``$MEMCTX_DATASETS``, else ``../shared/datasets``).
+
+    Raises:
+        OptionError: A path that does not exist, or no path and no datasets folder.
+    """
+    given = [*args.paths, *([args.datasets] if args.datasets else [])]
+    for arg in given:
+        if not split_transcript_arg(arg)[0].exists():
+            option = "--datasets " if arg == args.datasets else ""
+            raise OptionError(f"{option}{arg} not found; pass an existing file or folder")
+    if given:
+        return given
+    root = shared_datasets_dir()
+    if not root.is_dir():
+        raise OptionError(
+            f"no PATH given and no datasets folder at {root}; pass transcript files or "
+            "folders, or --datasets DIR (or set MEMCTX_DATASETS)"
+        )
+    return [str(root)]
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -82,62 +110,6 @@ def _cmd_search(args: argparse.Namespace) -> int:
         )
     print(json.dumps(hits, ensure_ascii=False, indent=2))
     return 0
-
-
-def _cmd_replay(args: argparse.Namespace) -> int:
-    import json
-
-    from memctx.harness import HOOK_STRATEGY, format_replay, replay_transcript
-    from memctx.transcripts import load_transcript
-
-    reports = []
-    try:
-        positive("--window", args.window)
-        if args.store and Path(args.store).exists() and not Path(args.store).is_dir():
-            raise OptionError(f"--store {args.store} is a file, not a folder; pass a folder")
-        overrides = _replay_overrides(args)
-        transcript = load_transcript(Path(args.transcript))
-        strategies = args.strategy or [HOOK_STRATEGY]
-        for window in args.window:
-            for strategy in strategies:
-                folder = f"w{window}" if len(strategies) == 1 else f"w{window}-{strategy}"
-                reports.append(
-                    replay_transcript(
-                        transcript,
-                        window=window,
-                        strategy=strategy,
-                        embedding=args.embedding,
-                        overrides=overrides,
-                        store_dir=Path(args.store) / folder if args.store else None,
-                        calibrate=args.calibrate,
-                    )
-                )
-    except (MemctxError, ValueError) as exc:
-        return fail(str(exc))
-    except OSError as exc:
-        return fail(describe_os_error(exc))
-    if args.json:
-        print(json.dumps([r.as_dict() for r in reports], indent=2))
-    else:
-        print(format_replay(reports, per_call=args.per_turn))
-    # A call over the window is a violation for every strategy but ``full``, whose oversized
-    # calls are only "not fit" (see memctx.harness.engine).
-    return 1 if any(r.summary()["violations"] for r in reports) else 0
-
-
-def _replay_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The config file's settings (memory context always on), then each ``--set``."""
-    from memctx.config import load_config
-    from memctx.transcripts import open_input_file
-
-    overrides: dict[str, Any] = {}
-    if args.config:
-        with open_input_file(args.config, what="--config file") as handle:
-            handle.read_text()  # a regular UTF-8 file within the cap, or an error naming why
-        overrides.update(load_config(args.config).model_dump(by_alias=True))
-        overrides["enabled"] = True  # replaying is the opt-in, whatever the file says
-    overrides.update(parse_set(args.set))
-    return overrides
 
 
 def _cmd_trajectories(args: argparse.Namespace) -> int:
@@ -186,13 +158,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_foundation(args: argparse.Namespace) -> int:
     from .foundation import calibrate_tokens, check_transcripts
 
-    root = shared_datasets_dir(args.datasets)
     positive("--trials", args.trials, zero=True)
-    if not root.is_dir():
-        what = "is a file, not a folder" if root.exists() else "not found"
-        return fail(f"datasets folder {root} {what}; pass --datasets DIR")
-    status = check_transcripts(sorted(_transcript_files(root)), trials=args.trials)
-    return status or calibrate_tokens(root, models=["claude-sonnet-4-5"])
+    sources = _sources(args)
+    status = check_transcripts(sources, trials=args.trials)
+    if status:
+        return status
+    print()
+    return calibrate_tokens(sources, models=["claude-sonnet-4-5"], required=False)
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
@@ -208,9 +180,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return report_main(list(args.args))
 
 
-def _transcript_files(root: Path) -> list[Path]:
-    patterns = ("claude-code/*.jsonl", "swe-agent/*.traj", "*/sample_raw.json")
-    return [p for pattern in patterns for p in root.glob(pattern)]
+def _add_sources(command: argparse.ArgumentParser, what: str) -> None:
+    command.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help=f"{what}: files or folders (the datasets root reads claude-code/, swe-agent/, "
+        "*/sample_raw.json; any other folder its *.jsonl, *.json, *.traj); " + TRANSCRIPT_ARG_HELP,
+    )
+    command.add_argument(
+        "--datasets",
+        metavar="PATH",
+        help="a folder (the datasets root or its claude-code folder) or a file, read as a "
+        "PATH; default, when no PATH is given: $MEMCTX_DATASETS, else ../shared/datasets",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,7 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser(
         "check", help="load transcripts; report messages, pairing violations and redaction hits"
     )
-    check.add_argument("paths", nargs="+", help="transcript files (Claude Code, SWE-agent, ...)")
+    check.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="transcript files (Claude Code, SWE-agent, OpenHands, ...) or folders of them; "
+        + TRANSCRIPT_ARG_HELP,
+    )
     check.add_argument(
         "--trials", type=int, default=50, help="random 20%% deletions repaired per transcript"
     )
@@ -231,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate = sub.add_parser(
         "calibrate", help="token counters vs provider-reported input tokens (Claude Code)"
     )
-    calibrate.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    _add_sources(calibrate, "Claude Code sessions")
     calibrate.add_argument(
         "--model",
         action="append",
@@ -255,40 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = sub.add_parser(
         "replay",
-        help="play a real transcript through MemoryContext: tokens, trims, recalls per call",
+        help="play real transcripts through MemoryContext or a strategy: tokens, trims, "
+        "recalls, compactions per call",
     )
-    replay.add_argument("transcript", help="Claude Code JSONL, OpenAI/Anthropic JSON(L), ...")
-    replay.add_argument(
-        "--window",
-        type=int,
-        action="append",
-        default=None,
-        help="context window in tokens (repeatable; default 200000 and 64000)",
-    )
-    replay.add_argument("--config", help="memctx config file or openclaw.json")
-    replay.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
-    )
-    replay.add_argument("--embedding", choices=["hash", "transformer"], default="hash")
-    replay.add_argument("--store", help="keep the stores here (default: a temporary folder)")
-    replay.add_argument(
-        "--strategy",
-        action="append",
-        help="a harness strategy to play it through (repeatable: full, truncate, openclaw, "
-        "meerkat, memory-context, ...); default memory-context-hook: MemoryContext alone at "
-        "the transcript's own compactions",
-    )
-    replay.add_argument(
-        "--calibrate",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="read --window in the provider's tokens, converted with the usage the "
-        "transcript reports (system prompt and tools it does not hold, the tokenizers' "
-        "ratio); default: when it reports usage",
-    )
-    replay.add_argument("--per-turn", action="store_true", help="print one line per call")
-    replay.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    replay.set_defaults(func=_cmd_replay)
+    add_replay_arguments(replay)
+    replay.set_defaults(func=replay_command)
 
     trajectories = sub.add_parser(
         "trajectories",
@@ -317,9 +277,17 @@ def build_parser() -> argparse.ArgumentParser:
     foundation = sub.add_parser(
         "foundation", help="pairing repair and token calibration on the real transcripts"
     )
-    foundation.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    _add_sources(foundation, "transcripts")
     foundation.add_argument("--trials", type=int, default=50)
     foundation.set_defaults(func=_cmd_foundation)
+
+    show = sub.add_parser(
+        "show",
+        help="one probe of a run: the context its call sent, the recall block, what was left "
+        "out and why (a deterministic replay of its scenario)",
+    )
+    add_show_arguments(show)
+    show.set_defaults(func=show_command)
 
     for name, func, text in (
         ("gen", _cmd_gen, "generate the scenario datasets (memctx gen --help)"),
@@ -361,8 +329,6 @@ def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in passthrough:
         return passthrough[argv[0]](argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
-    if args.command == "replay" and args.window is None:
-        args.window = [200_000, 64_000]  # eval's default is each scenario's own window
     status: int = args.func(args)
     return status
 

@@ -18,12 +18,14 @@ from memctx.errors import MemctxError
 __all__ = [
     "ERROR_STATUS",
     "OptionError",
+    "check_llm_credentials",
     "describe_os_error",
     "existing_dir",
     "fail",
     "one_line",
     "parse_set",
     "positive",
+    "shared_datasets_dir",
 ]
 
 ERROR_STATUS = 2
@@ -112,3 +114,72 @@ def shared_datasets_dir(value: str | None = None) -> Path:
     """The external datasets folder: ``value``, else ``$MEMCTX_DATASETS``, else
     ``../shared/datasets`` beside the checkout."""
     return Path(value or os.environ.get("MEMCTX_DATASETS") or SHARED_DATASETS)
+
+
+# Model providers that need no credentials: memctx's own offline model is served in-process
+# (``memctx/offline``; :func:`memctx.llm.is_offline_model`), and ``mock`` names a test model
+# answered by litellm's ``mock_response`` (no request is made).
+TEST_PROVIDERS = frozenset({"mock"})
+# What litellm reports missing counts as a missing credential when its name says so; a
+# missing base URL alone (OLLAMA_API_BASE: the provider defaults to localhost) does not.
+CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+AWS_FILES = ("~/.aws/credentials", "~/.aws/config")
+
+
+def check_llm_credentials(model: str, *, option: str = "--llm") -> None:
+    """Check, before any work, that the environment holds the credentials ``model`` needs.
+
+    litellm's ``validate_environment`` names the variables a provider reads (offline: it
+    looks at the environment, never the network); the model is refused when one of them is
+    a credential (a key, token or secret) and unset. memctx's offline model (``memctx/...``)
+    and ``mock`` test models need none; a model whose provider litellm does not know, or
+    that lacks only a server address or project (Ollama's base URL defaults to localhost),
+    is not judged here: its first call says what is wrong. AWS keys also count as given by
+    ``~/.aws/credentials`` or ``~/.aws/config``.
+
+    Args:
+        model: The litellm model string, e.g. ``anthropic/claude-sonnet-4-5``.
+        option: How the command line names the setting, for the message.
+
+    Raises:
+        OptionError: A blank model, or a variable the model needs is not set; one line,
+            e.g. ``--llm anthropic/claude-sonnet-4-5: ANTHROPIC_API_KEY is not set; export
+            it or pass a model whose key you have``.
+    """
+    if not model or not model.strip():
+        raise OptionError(f"{option} needs a model name, e.g. {option} anthropic/claude-sonnet-4-5")
+    provider = model.split("/", 1)[0].lower()
+    if provider in TEST_PROVIDERS or model.lower() in TEST_PROVIDERS:
+        return
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch at import
+    from memctx.llm import is_offline_model
+
+    if is_offline_model(model):
+        return
+    import litellm
+
+    quiet = litellm.suppress_debug_info
+    litellm.suppress_debug_info = True  # no "Provider List" banner for an unknown provider
+    try:
+        found = litellm.validate_environment(model)
+    except Exception:  # a model string litellm cannot parse: its first call will say so
+        return
+    finally:
+        litellm.suppress_debug_info = quiet
+    if found.get("keys_in_environment", True):
+        return
+    missing = [str(k) for k in found.get("missing_keys") or []]
+    unset = [k for k in missing if not os.environ.get(k)] or missing
+    if not any(word in k for k in unset for word in CREDENTIAL_WORDS):
+        return  # only a server address or project, which the provider may default
+    if all(k.startswith("AWS_") for k in unset) and any(
+        Path(p).expanduser().is_file() for p in AWS_FILES
+    ):
+        return  # boto3 reads ~/.aws/credentials or ~/.aws/config, which litellm does not see
+    if len(unset) == 1:
+        what, pronoun = f"{unset[0]} is not set", "it"
+    else:
+        what, pronoun = f"{', '.join(unset[:-1])} and {unset[-1]} are not set", "them"
+    raise OptionError(
+        f"{option} {model}: {what}; export {pronoun} or pass a model whose key you have"
+    )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from .adapters import transcript_scenario
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .engine import ScenarioResult, run_scenario
 from .metrics import percentile
+from .replay_text import format_replay
 from .schema import CallRow
 from .strategies import HOOK_STRATEGY
 
@@ -51,29 +52,6 @@ __all__ = [
     "replay_transcript",
     "transcript_fit",
 ]
-
-# The table's columns, in order: every key of ReplayReport.summary but llm_tokens and
-# hook_failures, which only the JSON carries, so that a row fits a wide terminal.
-_COLUMNS = (
-    "source",
-    "strategy",
-    "window",
-    "budget",
-    "calls",
-    "max_history",
-    "mean_sent",
-    "max_sent",
-    "trims",
-    "compactions",
-    "recalls",
-    "mean_recall",
-    "p50_ms",
-    "p95_ms",
-    "violations",
-    "over_window",
-)
-_SOURCE_WIDTH = 14  # a Claude Code session id is 36 characters; its head tells them apart
-_CALL_HEADER = " call    at   history      sent   cached  recall     ms  events"
 
 
 @dataclass(frozen=True)
@@ -87,6 +65,7 @@ class ReplayReport:
         result: The engine's call rows and totals (a replay asks no probes).
         fit: The calibration to the provider's tokens, or ``None`` when not calibrated.
         recorded: The compactions the transcript records.
+        session_id: The transcript's session or instance id, when its file names one.
     """
 
     source: str
@@ -95,6 +74,7 @@ class ReplayReport:
     result: ScenarioResult
     fit: UsageFit | None = None
     recorded: tuple[RecordedCompaction, ...] = ()
+    session_id: str | None = None
 
     @property
     def budget(self) -> int:
@@ -124,8 +104,10 @@ class ReplayReport:
         """Totals over the calls.
 
         Returns:
-            ``source`` (file name), ``strategy``, ``window``, ``budget`` (the window in the
-            harness counter's tokens, see :attr:`budget`), ``calls``; token figures
+            ``source`` (file name, ``FILE#N`` for one of a file's several transcripts),
+            ``session`` (the transcript's session or instance id, or ``None``),
+            ``strategy``, ``window``, ``budget`` (the window in the harness counter's
+            tokens, see :attr:`budget`), ``calls``; token figures
             ``max_history`` (the agent's transcript), ``mean_sent`` and ``max_sent`` (the
             contexts sent), ``mean_recall`` (the recalled block, 0 for calls without one);
             ``trims`` and ``recalls`` (calls that trimmed / carried a recalled block),
@@ -142,6 +124,7 @@ class ReplayReport:
         latency = [c.latency_ms for c in calls]
         return {
             "source": Path(self.source).name,
+            "session": self.session_id,
             "strategy": self.strategy,
             "window": self.window,
             "budget": self.budget,
@@ -257,7 +240,9 @@ def replay_transcript(
                 scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(tmp)
             )
     recorded = tuple(recorded_compactions(transcript))
-    return ReplayReport(transcript.source, strategy, window, result, fit, recorded)
+    return ReplayReport(
+        transcript.source, strategy, window, result, fit, recorded, transcript.session_id
+    )
 
 
 def transcript_fit(
@@ -275,115 +260,3 @@ def transcript_fit(
         TokenCounter(config.token_counter),
         compaction_boundary=transcript.compaction_boundary,
     )
-
-
-def format_replay(reports: Sequence[ReplayReport], *, per_call: bool = False) -> str:
-    """A table with one line per report (transcript × strategy × window), then each
-    report's violations by kind.
-
-    Args:
-        reports: The replays to print.
-        per_call: Also print, before the table, one line per call of each replay: transcript
-            index, history and sent tokens, cached prefix, recall tokens, hook latency, events.
-    """
-    lines: list[str] = []
-    if per_call:
-        for report in reports:
-            lines += [_title(report), _CALL_HEADER]
-            lines += [
-                f"{c.call:5d} {c.at:5d} {c.history_tokens:9d} {c.sent_tokens:9d} "
-                f"{c.cached_tokens:8d} {c.recall_tokens:7d} {c.latency_ms:6.1f}  "
-                f"{','.join(c.events)}".rstrip()
-                for c in report.calls
-            ]
-            lines.append("")
-    rows = [report.summary() for report in reports]
-    for row in rows:
-        row["source"] = str(row["source"])[:_SOURCE_WIDTH]
-    widths = {k: max([len(k), *(len(str(row[k])) for row in rows)]) for k in _COLUMNS}
-    lines.append("  ".join(k.rjust(widths[k]) for k in _COLUMNS))
-    lines += ["  ".join(str(row[k]).rjust(widths[k]) for k in _COLUMNS) for row in rows]
-    # Each check by name, so a failure says where to look and a pass says what was checked.
-    lines += [
-        f"{_title(report)}: violations {row['violations']} {report.violation_kinds()}"
-        for report, row in zip(reports, rows, strict=True)
-    ]
-    for report in reports:
-        lines += _compaction_lines(report)
-        lines += _recovery_lines(report)
-    return "\n".join(lines)
-
-
-def _recovery_lines(report: ReplayReport) -> list[str]:
-    """Each recovery path the calls over the window took, with its number of calls."""
-    paths = report.recovery_paths()
-    if not paths:
-        return []
-    calls = sum(paths.values())
-    what = "call whose transcript" if calls == 1 else "calls whose transcript"
-    lines = ["", f"{_title(report)}: {calls} {what} exceeded the window:"]
-    lines += [f"  {n:4d} x {path}" for path, n in paths.items()]
-    return lines
-
-
-def _compaction_lines(report: ReplayReport) -> list[str]:
-    """The calibration, then our compactions beside the transcript's own, one per line."""
-    ours = report.compactions()
-    if not ours and not report.recorded and report.fit is None:
-        return []
-    lines = ["", f"{_title(report)}:"]
-    if report.fit is not None:
-        lines.append(
-            f"  calibrated: {report.fit.describe()}; the window leaves "
-            f"{report.budget:,} counted tokens to the transcript"
-        )
-    lines.append("  compaction           message  call  before (counted)  ≈ provider  after")
-    for n, point in enumerate(ours, 1):
-        provider = report.provider_tokens(point.before)
-        lines.append(
-            f"  {report.strategy[:14] + ' #' + str(n):<20} {point.at:7d} {point.call:5d} "
-            f"{point.before:17,d} {_maybe(provider):>11} {point.after:6,d}"
-        )
-    for n, theirs in enumerate(report.recorded, 1):
-        how = f"preTokens, {theirs.trigger}" if theirs.trigger else "preTokens"
-        lines.append(
-            f"  {'recorded #' + str(n):<20} {_maybe(theirs.at):>7} {'-':>5} {'-':>17} "
-            f"{_maybe(theirs.pre_tokens):>11}  ({how})"
-        )
-    if not ours:
-        lines.append(f"  {report.strategy} did not compact")
-    lines += [f"  {line}" for line in _nearest_lines(report, ours)]
-    largest = report.summary()["llm_largest_prompt"]
-    if largest:
-        lines.append(
-            f"  largest summary or extraction input: {largest:,} tokens "
-            f"(the summariser's window: {report.budget:,})"
-        )
-    return lines
-
-
-def _nearest_lines(report: ReplayReport, ours: Sequence[CompactionPoint]) -> list[str]:
-    """For each recorded compaction with a position, ours nearest to it and how far."""
-    lines: list[str] = []
-    for n, theirs in enumerate(report.recorded, 1):
-        if theirs.at is None or not ours:
-            continue
-        at = theirs.at
-        point = min(ours, key=lambda p: (abs(p.at - at), p.at))
-        where = f"{point.at - at:+d} messages"
-        provider = report.provider_tokens(point.before)
-        if provider is not None and theirs.pre_tokens is not None:
-            delta = provider - theirs.pre_tokens
-            where += f", {delta:+,d} provider tokens ({delta / report.window:+.1%} of the window)"
-        lines.append(
-            f"nearest to recorded #{n}: {report.strategy} #{ours.index(point) + 1}, {where}"
-        )
-    return lines
-
-
-def _maybe(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
-def _title(report: ReplayReport) -> str:
-    return f"{Path(report.source).name} through {report.strategy} at {report.window:,} tokens"

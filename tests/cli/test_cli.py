@@ -107,7 +107,7 @@ def test_replay_runs_the_context_hook_alone_through_the_engine(
     assert summary["llm_tokens"] > 0  # the archived history went to knowledge extraction
 
 
-def test_replay_prints_per_call_lines_and_the_summary_table(
+def test_replay_prints_a_section_per_report_then_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, messages = _transcript(tmp_path)
@@ -118,20 +118,24 @@ def test_replay_prints_per_call_lines_and_the_summary_table(
         f"session.json through {HOOK_STRATEGY} at 12,000 tokens",
         f"session.json through {HOOK_STRATEGY} at 200,000 tokens",
     ]
-    per_call = lines[titles[0] + 2 : titles[1] - 1]
-    assert len(per_call) == _assistant_calls(messages)
+    clean = "  violations 0 (pairing 0, hard_cap 0, window 0, secrets 0)"
+    assert [lines[i + 1] for i in titles] == [clean, clean]  # each check by name
+    first = lines[titles[0] : titles[1]]
+    # Our compaction beside the recorded one, then one line per call.
+    assert any(line.startswith(f"  {HOOK_STRATEGY} #1 ") for line in first)
+    header = next(i for i, line in enumerate(first) if line.split()[:2] == ["call", "at"])
+    per_call = first[header + 1 : -1]
+    assert first[-1] == "" and len(per_call) == _assistant_calls(messages)
+    assert [int(line.split()[0]) for line in per_call] == list(range(len(per_call)))
     assert any(line.endswith("trim") for line in per_call)
     assert any("compaction" in line for line in per_call)
+    # The table last: one row per report, in order.
     top = next(i for i, line in enumerate(lines) if line.split()[:1] == ["source"])
-    # The table, the checks by kind, then each replay's compactions beside the recorded ones.
-    header, *rows, clean, clean_too = lines[top : top + 5]
-    assert header.split()[:5] == ["source", "strategy", "window", "budget", "calls"]
-    assert f"session.json through {HOOK_STRATEGY} at 12,000 tokens:" in lines[top + 5 :]
-    assert clean.endswith("12,000 tokens: violations 0 " + str(dict.fromkeys(KINDS, 0)))
-    assert clean_too.startswith(lines[titles[1]])
-    assert [row.split()[1:3] for row in rows] == [
-        [HOOK_STRATEGY, WINDOW],
-        [HOOK_STRATEGY, "200000"],
+    assert top > titles[1] and lines[top - 1] == ""
+    assert lines[top].split()[:5] == ["source", "strategy", "window", "budget", "calls"]
+    assert [row.split()[:3] for row in lines[top + 1 :]] == [
+        ["session.json", HOOK_STRATEGY, WINDOW],
+        ["session.json", HOOK_STRATEGY, "200000"],
     ]
 
 
@@ -173,7 +177,7 @@ def test_replay_exit_codes_name_the_failure(
         register_strategy(_DropToolResults.name, _DropToolResults)
     status = main(["replay", str(path), "--window", WINDOW, "--strategy", _DropToolResults.name])
     assert status == 1
-    assert re.search(r"violations [1-9]\d* \{'pairing': [1-9]", capsys.readouterr().out)
+    assert re.search(r"violations [1-9]\d* \(pairing [1-9]", capsys.readouterr().out)
 
 
 def test_replay_applies_the_config_file_and_overrides(

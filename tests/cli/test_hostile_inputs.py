@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -268,10 +269,14 @@ HOSTILE: list[tuple[list[str], int, str]] = [
     (["search", "{garbage.bin}", "q"], 2, "no segments.jsonl"),
     (["search", "{fifostore}", "q"], 2, "it is a FIFO"),
     (["calibrate", "--datasets", "{missing}"], 2, "--datasets"),
-    (["calibrate", "--datasets", "{garbage.bin}"], 2, "a file, not a folder"),
-    (["calibrate", "--datasets", "{dir}"], 2, "no Claude Code session"),
-    (["foundation", "--datasets", "{dir}"], 2, "no Claude Code session"),
-    (["foundation", "--datasets", "{garbage.bin}"], 2, "a file, not a folder"),
+    (["calibrate", "--datasets", "{garbage.bin}"], 2, "not UTF-8 text"),
+    (["calibrate", "--datasets", "{dir}"], 2, "no transcript file in this folder"),
+    (["calibrate", "{ok}"], 2, "no Claude Code session with a compaction"),
+    (["calibrate", "{missing}"], 2, "not found"),
+    (["calibrate", "{ok}#x"], 2, "counted from 0"),
+    (["foundation", "--datasets", "{dir}"], 1, "no transcript file in this folder"),
+    (["foundation", "--datasets", "{garbage.bin}"], 1, "not UTF-8 text"),
+    (["foundation", "{missing}"], 2, "not found"),
     (["foundation", "--datasets", "{dir}", "--trials", "-2"], 2, "--trials"),
     (["report", "{garbage.bin}"], 2, "it is a file"),
     (["report", "{missing}"], 2, "no such folder"),
@@ -291,6 +296,9 @@ HOSTILE: list[tuple[list[str], int, str]] = [
     (["replay", "{ok}", "--config", "{list.json}"], 2, "must be an object"),
     (["replay", "{ok}", "--store", "{garbage.bin}"], 2, "is a file, not a folder"),
     (["replay", "{ok}", "--strategy", "nope"], 2, "valid:"),
+    (["replay", "{ok}#1"], 2, "the file holds one transcript"),
+    (["replay", "{ok}#x"], 2, "after '#' give the transcript's number, counted from 0"),
+    (["replay", "{ok}", "--set", "extractionModel="], 2, "extractionModel"),
     (["gen", "--out", "{garbage.bin}", "--suite", "needle", "--scale", "0.15"], 2, "exists"),
     (["eval", "--quick", "--config", "{fifo}"], 2, "it is a FIFO"),
     (["eval", "--quick", "--config", "{dir}"], 2, "it is a directory"),
@@ -329,7 +337,8 @@ def hostile(tmp_path: Path) -> Callable[[list[str]], list[str]]:
     out = ["--out", str(tmp_path / "run"), "--no-progress", "--jobs", "1"]
 
     def expand(argv: list[str]) -> list[str]:
-        args = [files.get(a[1:-1], a) if a.startswith("{") else a for a in argv]
+        # "{name}" anywhere in an argument ("{ok}#1" too) is the hostile file's path.
+        args = [re.sub(r"\{([\w.]+)\}", lambda m: files.get(m[1], m[0]), a) for a in argv]
         return [*args, *out] if argv[0] == "eval" and "--jobs" not in argv else args
 
     return expand
