@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .executor import Job, bundles, execute_jobs
+from .executor import Job, execute_jobs
+from .progress import EtaEstimator, format_progress
 from .provenance import provenance
 from .runs import RUNS, config_label, new_run_id, point_latest
 from .scenario import Scenario, load_scenarios
@@ -286,29 +287,24 @@ def run_eval(options: EvalOptions) -> Path:
     if not jobs:
         raise EvalError("nothing to run: the selected suites hold no scenarios")
     finished: set[int] = set()
-    done_weight = [0]
-    total_weight = sum(job.weight() for job in jobs)
-    queue = [job for bundle in bundles(jobs) for job in bundle]  # the order jobs start in
+    estimator = EtaEstimator()
     clock_start = time.perf_counter()
 
     def report(job: Job, seconds: float) -> None:
         finished.add(job.index)
-        done_weight[0] += job.weight()
+        heavy = job.embedding == "transformer"
+        estimator.add(job.weight(), heavy, seconds, f"{job.strategy}/{job.embedding}")
         if not options.progress:
             return
+        pending = [
+            (j.weight(), j.embedding == "transformer", f"{j.strategy}/{j.embedding}")
+            for j in jobs
+            if j.index not in finished
+        ]
+        left = estimator.seconds_left(pending, options.jobs)
         elapsed = time.perf_counter() - clock_start
-        # Work done = finished jobs + half of those still running (the next ones in the
-        # queue): without that credit one long job in flight makes the estimate double.
-        running = [j for j in queue if j.index not in finished][: max(options.jobs, 1)]
-        credit = done_weight[0] + sum(j.weight() for j in running) / 2
-        left = elapsed * (total_weight - credit) / max(credit, 1)
-        eta = f"~{left / 60:.1f} min left" if len(finished) < len(jobs) else "done"
-        print(
-            f"[{len(finished):>4}/{len(jobs)}] {job.label:<48} {seconds:7.1f}s  "
-            f"elapsed {elapsed:6.1f}s  {eta}",
-            file=sys.stderr,
-            flush=True,
-        )
+        line = format_progress(len(finished), len(jobs), job.label, seconds, elapsed, left)
+        print(line, file=sys.stderr, flush=True)
 
     done = execute_jobs(jobs, options, report)
     ordered = [(job, done[job.index][0]) for job in jobs]
