@@ -48,6 +48,13 @@ def test_a_readme_example_runs(index: int, tmp_path: Path) -> None:
         "README examples use public names only"
     )
     (tmp_path / "openclaw.json").write_text(json.dumps(_OPENCLAW))
+    if "load_run(" in code:  # an example that reads a run: give it one, as `memctx eval` would
+        from helpers.synthetic_run import write_run
+
+        from memctx.harness import point_latest
+
+        reports = tmp_path / "reports"
+        point_latest(reports, write_run(reports / "runs" / "20260101-000000-default"))
     script = tmp_path / "example.py"
     # A placeholder list ("[...]") stands for the caller's messages: use the prelude's.
     body = code.replace("messages = [...]", "")
