@@ -29,6 +29,7 @@ from pathlib import Path
 
 from memctx.errors import MemctxError
 
+from .compare_cmd import add_compare_arguments, compare_command
 from .inputs import TRANSCRIPT_ARG_HELP, split_transcript_arg
 from .options import (
     OptionError,
@@ -288,6 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_show_arguments(show)
     show.set_defaults(func=show_command)
+
+    compare = sub.add_parser(
+        "compare", help="deltas between two finished runs (A: baseline, B: after), with intervals"
+    )
+    add_compare_arguments(compare)
+    compare.set_defaults(func=compare_command)
 
     for name, func, text in (
         ("gen", _cmd_gen, "generate the scenario datasets (memctx gen --help)"),

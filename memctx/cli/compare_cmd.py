@@ -1,0 +1,135 @@
+"""``memctx compare RUN_A RUN_B``: what changed between two finished runs.
+
+RUN_A is the baseline (before), RUN_B the run to judge (after); each is a run folder, its
+``summary.json`` (or any JSON file holding a run summary, such as a committed baseline), a
+run id under ``reports/runs`` (or a unique prefix of one) or ``latest``. The terminal shows a
+table per metric: per suite × strategy × embedding, A, B and the change, with 95 % intervals
+and ``*`` on the shares whose change is beyond the noise
+(:func:`memctx.harness.compare_runs`, the same rule as the gate's ``ci`` tolerance). Pooled
+rows (``all``) are compared only over the same suites; rows of only one run are listed once.
+``--md FILE`` and ``--html FILE`` also write the comparison as Markdown and as a
+self-contained HTML page.
+
+Exit 0, or 2 on bad input (one line naming the fix). Comparing never fails a run: gating is
+``memctx eval --baseline``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .options import OptionError, describe_os_error, fail
+
+__all__ = ["add_compare_arguments", "compare_command"]
+
+_RUN_FORMS = "a run folder, its summary.json, a run id under reports/runs, or latest"
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``memctx compare`` (every one documented in ``--help``)."""
+    from memctx.harness import COMPARE_METRICS, DEFAULT_COMPARE_METRICS
+
+    parser.description = (
+        "Per suite x strategy x embedding deltas between two finished runs: A (the baseline, "
+        "before) and B (after), with 95 % intervals and * where a share of probes changed "
+        "beyond the noise. Pooled rows (all) are compared only over the same suites."
+    )
+    parser.add_argument("run_a", metavar="RUN_A", help=f"the baseline (before): {_RUN_FORMS}")
+    parser.add_argument("run_b", metavar="RUN_B", help="the run to judge (after): same forms")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        metavar="NAME",
+        help="metric to show (repeatable, or comma-separated; default: "
+        f"{','.join(DEFAULT_COMPARE_METRICS)}); one of: {', '.join(COMPARE_METRICS)}",
+    )
+    parser.add_argument(
+        "--md", metavar="FILE", help="also write the comparison to FILE as Markdown"
+    )
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write FILE: a self-contained HTML page with one table that scrolls "
+        "sideways with suite, strategy and embedding kept in view",
+    )
+    parser.add_argument(
+        "--reports",
+        default="reports",
+        metavar="DIR",
+        help="the reports folder run ids and latest are looked up in (default: reports)",
+    )
+
+
+def _metrics(values: Sequence[str] | None) -> list[str] | None:
+    """The ``--metric`` names, checked; ``None`` for the defaults."""
+    from memctx.harness import COMPARE_METRICS
+
+    if not values:
+        return None
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    for name in names:
+        if name not in COMPARE_METRICS:
+            raise OptionError(
+                f"--metric: unknown metric {name!r}; choose from {', '.join(COMPARE_METRICS)}"
+            )
+    if not names:
+        raise OptionError("--metric: no metric named; e.g. --metric recall_accuracy")
+    return list(dict.fromkeys(names))
+
+
+def _label(spec: str, summary: Mapping[str, Any]) -> str:
+    """What a run is: the argument as given, its id and configuration when it has them."""
+    parts = [f"run {summary['run']}"] if summary.get("run") else []
+    if summary.get("config_label"):
+        parts.append(f"config {summary['config_label']}")
+    return f"{spec} ({', '.join(parts)})" if parts else spec
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """Run ``memctx compare``; exit 0, or 2 on bad input."""
+    from memctx.harness import (
+        compare_runs,
+        comparison_notes,
+        deltas_html_page,
+        format_deltas_md,
+        format_deltas_text,
+        read_summary,
+    )
+
+    metrics = _metrics(args.metric)
+    reports = Path(args.reports)
+    try:
+        before = read_summary(args.run_a, reports=reports, what="RUN_A")
+        after = read_summary(args.run_b, reports=reports, what="RUN_B")
+    except ValueError as exc:
+        return fail(str(exc))
+    deltas = compare_runs(before, after, metrics)
+    notes = comparison_notes(before, after, before_name="A", after_name="B")
+    heading = f"A = {_label(args.run_a, before)}\nB = {_label(args.run_b, after)}"
+    print(f"{heading}\n\n{format_deltas_text(deltas, notes, before='A', after='B')}")
+    outputs = []
+    if args.md:
+        head = "# memctx compare\n\n" + "".join(f"- {line}\n" for line in heading.splitlines())
+        table = format_deltas_md(deltas, notes, before="A", after="B")
+        outputs.append((Path(args.md), "Markdown", f"{head}\n{table}"))
+    if args.html:
+        page = deltas_html_page(
+            deltas,
+            notes,
+            before="A",
+            after="B",
+            title="memctx compare",
+            subtitle=heading.replace("\n", "; "),
+        )
+        outputs.append((Path(args.html), "HTML", page))
+    for path, kind, text in outputs:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            return fail(describe_os_error(exc))
+        print(f"{kind}: {path}")
+    return 0
