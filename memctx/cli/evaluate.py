@@ -257,7 +257,7 @@ def _validate(args: argparse.Namespace) -> Any:
     id and folder fixed (raises on the first problem)."""
     from dataclasses import replace
 
-    from memctx.harness import parse_fail_on, run_dir_for, validate_options
+    from memctx.harness import new_run_id, parse_fail_on, run_dir_for, validate_options
     from memctx.harness.report import load_summary
 
     if args.fail_on and not args.baseline:
@@ -272,7 +272,9 @@ def _validate(args: argparse.Namespace) -> Any:
         from .options import check_llm_credentials
 
         check_llm_credentials(args.llm)
-    run_id, out = run_dir_for(options)
+    # The folder's name says every suite asked for, the real-data ones included.
+    named = replace(options, suites=tuple(args.suite or ()))
+    run_id, out = run_dir_for(replace(options, run_id=new_run_id(named.label())))
     return replace(options, run_id=run_id, out_dir=out if args.out else None), out
 
 
