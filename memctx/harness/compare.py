@@ -187,7 +187,9 @@ def _suites_by_pair(summary: Mapping[str, Any]) -> dict[tuple[str, str], list[st
 
 
 def match_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> RowMatch:
-    """Pair the rows of two (schema 2) summaries: see the module docstring."""
+    """Pair the rows of two summaries (schema 1 is upgraded first): see the module
+    docstring."""
+    before, after = _upgraded(before), _upgraded(after)
     b_rows = {record_key(r): r for r in before.get("records", [])}
     a_rows = {record_key(r): r for r in after.get("records", [])}
     pairs = [RowPair(k, r, a_rows[k]) for k, r in b_rows.items() if k in a_rows]
@@ -211,7 +213,7 @@ def match_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> RowMatch:
         elif run_suites and set(run_suites) <= set(base_suites):
             chosen = [b_rows[(s, *pair)] for s in base_suites if s in run_suites]
             rebuilt.setdefault(tuple(run_suites), []).append(name)
-            note = f"before: pooled from its records over the after run's {len(chosen)} suites"
+            note = f"baseline figure pooled from its records over the {len(chosen)} suites both ran"
             pairs.append(RowPair(key, pool_records(chosen), record, note))
         else:
             extra = sorted(set(run_suites) - set(base_suites)) or ["(none listed)"]
@@ -219,8 +221,8 @@ def match_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> RowMatch:
     a_pool = {record_key(r) for r in after.get("pooled", [])}
     only_before += [k for k in b_pool if k not in a_pool]
     notes = [
-        f"pooled rows of {', '.join(names)}: the runs pooled different suites; the before "
-        f"figure is rebuilt from its per-suite records over the after run's "
+        f"pooled rows of {', '.join(names)}: the runs pooled different suites; the baseline's "
+        f"figure is rebuilt from its per-suite records over the suites both ran "
         f"({', '.join(suites)})"
         for suites, names in rebuilt.items()
     ]
@@ -357,11 +359,13 @@ def read_summary(
             names the file and what to pass instead.
     """
     path = Path(spec)
+    forms = f"pass a summary.json, a run folder, a run id under {reports / 'runs'} or 'latest'"
     if not path.is_file():
-        if path.suffix == ".json":
+        if path.suffix == ".json" or (path.is_absolute() and not path.is_dir()):
+            raise ValueError(f"{what} {path} does not exist; {forms}")
+        if path.is_dir() and not (path / "summary.json").is_file():
             raise ValueError(
-                f"{what} {path} does not exist; pass a summary.json, a run folder, a run id "
-                f"under {reports / 'runs'} or 'latest'"
+                f"{what} {path} holds no summary.json: it is not a run folder; {forms}"
             )
         try:
             path = find_run(spec, reports) / "summary.json"

@@ -52,7 +52,7 @@ _LEGEND = (
     "Wilson); changes in percentage points (pts); * = the change is beyond the noise (the "
     "difference's 95 % interval, from the two intervals, excludes 0). n = fitted probes. "
     "all = pooled over the suites; all† = the before figure pooled from its per-suite rows "
-    "over the after run's suites."
+    "over the suites both runs ran."
 )
 _KEYS = ("suite", "strategy", "embedding")
 
@@ -89,12 +89,13 @@ def format_change(change: MetricChange) -> str:
     delta = change.delta
     if delta is None:
         return "n/a"
-    if abs(delta) <= 1e-12:
-        return "0.0 pts" if change.metric in _PERCENT else "0"
+    mark = " *" if change.significant else ""
     if change.metric in _PERCENT:
-        mark = " *" if change.significant else ""
-        return f"{delta * 100:+.1f} pts{mark}"
+        points = f"{delta * 100:+.1f}"
+        return f"{'0.0' if float(points) == 0 else points} pts{mark}"
     text = _number(change.metric, delta, "+")
+    if not any(ch.isdigit() and ch != "0" for ch in text):
+        return "0"  # nothing left at the precision shown
     if change.before:
         text += f" ({delta / abs(change.before):+.1%})"
     return text
