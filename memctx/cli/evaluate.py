@@ -97,7 +97,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         metavar="SPEC",
-        help="gate tolerances, e.g. recall_accuracy:-0.02,cost_usd:+5%% (needs --baseline)",
+        help="gate tolerances (needs --baseline), e.g. recall_accuracy:ci (a fall beyond the "
+        "noise both runs measured, the default), recall_accuracy:-2p (at most 2 probes), "
+        "cost_usd:+5%%",
     )
     parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")

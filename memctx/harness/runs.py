@@ -125,13 +125,17 @@ def find_run(spec: str | Path, reports: Path = Path("reports")) -> Path:
         if (candidate / "summary.json").is_file():
             return candidate
     runs = reports / RUNS
-    matches = sorted(p for p in runs.glob(f"{spec}*") if (p / "summary.json").is_file())
+    # Only a bare id can be a prefix: a path (absolute or with a folder) names one place.
+    bare = str(spec) and "/" not in str(spec) and not any(c in str(spec) for c in "*?[")
+    found = runs.glob(f"{spec}*") if bare and runs.is_dir() else ()
+    matches = sorted(p for p in found if (p / "summary.json").is_file())
     if len(matches) == 1:
         return matches[0]
     if matches:
         names = ", ".join(p.name for p in matches[:5])
         raise FileNotFoundError(f"run {spec!r} is ambiguous ({names}, ...); pass more of the id")
-    known = sorted(p.name for p in runs.glob("*") if (p / "summary.json").is_file())[-5:]
+    listed = runs.glob("*") if runs.is_dir() else ()
+    known = sorted(p.name for p in listed if (p / "summary.json").is_file())[-5:]
     hint = f"; recent runs: {', '.join(known)}" if known else f"; {runs} holds no runs yet"
     raise FileNotFoundError(
         f"no run {str(spec)!r}: pass a run folder, its summary.json, a run id under {runs} "

@@ -76,6 +76,10 @@ def test_find_run_names_the_problem_and_recent_runs(tmp_path: Path) -> None:
         find_run("20260101", tmp_path)
     with pytest.raises(FileNotFoundError, match="recent runs: 20260101-000000-a"):
         find_run("nope", tmp_path)
+    with pytest.raises(FileNotFoundError, match="no run"):  # a path names one place, no glob
+        find_run(tmp_path / "absent" / "run", tmp_path)
+    with pytest.raises(FileNotFoundError, match="holds no runs yet"):
+        find_run("x", tmp_path / "empty")
 
 
 def test_config_labels_say_what_differs_and_stay_short_and_distinct() -> None:
