@@ -101,6 +101,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "noise both runs measured, the default), recall_accuracy:-2p (at most 2 probes), "
         "cost_usd:+5%%",
     )
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="complete a run that stopped (killed, crashed, interrupted): its finished jobs "
+        "are kept, the others run, and the summary is the one an uninterrupted run writes; "
+        "the run's own options are used (only --jobs, --no-progress, --no-report, "
+        "--baseline and --fail-on may be given with it)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
 
@@ -264,7 +272,7 @@ def _validate(args: argparse.Namespace) -> Any:
 
     if args.fail_on and not args.baseline:
         raise OptionError("--fail-on needs --baseline FILE (the summary.json to compare against)")
-    options = options_from_args(args)
+    options = _resumed(args) if args.resume else options_from_args(args)
     validate_options(options)
     if args.fail_on:
         parse_fail_on(args.fail_on)
@@ -274,10 +282,41 @@ def _validate(args: argparse.Namespace) -> Any:
         from .options import check_llm_credentials
 
         check_llm_credentials(args.llm)
+    if args.resume:
+        return options, Path(args.resume)
     # The folder's name says every suite asked for, the real-data ones included.
     named = replace(options, suites=tuple(args.suite or ()))
     run_id, out = run_dir_for(replace(options, run_id=new_run_id(named.label())))
     return replace(options, run_id=run_id, out_dir=out if args.out else None), out
+
+
+_RUN_SHAPING = (
+    "suite", "strategy", "embedding", "window", "quick", "set", "config", "llm", "out",
+    "datasets", "plugin",
+)  # fmt: skip
+
+
+def _resumed(args: argparse.Namespace) -> Any:
+    """The options of the run ``--resume`` names (its ``run.json``), to complete it."""
+    from memctx.harness import EvalOptions, read_plan
+
+    given = [f"--{name}" for name in _RUN_SHAPING if getattr(args, name, None)]
+    if given:
+        raise OptionError(
+            f"--resume completes a run with its own options; drop {', '.join(given)} "
+            "(or start a new run without --resume)"
+        )
+    folder = Path(args.resume)
+    plan = read_plan(folder)
+    extra: dict[str, Any] = {"jobs": args.jobs} if args.jobs else {}
+    return EvalOptions(
+        **plan["options"],
+        out_dir=folder,
+        run_id=plan["run"],
+        resume=True,
+        progress=not args.no_progress,
+        **extra,
+    )
 
 
 def eval_command(args: argparse.Namespace) -> int:
@@ -293,8 +332,9 @@ def eval_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(describe_os_error(exc))
     args.out = str(out)
-    # A run folder shows what this command ran: real-data tables of an earlier run go.
-    if out.is_dir():
+    # A run folder shows what this command ran: real-data tables of an earlier run go
+    # (not when resuming: they are this run's own).
+    if out.is_dir() and not args.resume:
         written = {
             LOCOMO: ("locomo.md", "locomo.json", "charts/locomo_recall.png"),
             REAL_COMPACTIONS: ("claude_code.md", "claude_code.json"),

@@ -49,6 +49,7 @@ from .executor import Job, bundles, execute_jobs
 from .explain import ProbeExplanation, explain_probe, format_explanation
 from .frames import RunFrames, load_run, probe_frame
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
+from .journal import JOURNAL, PLAN, JobJournal, job_key, read_plan, write_plan
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
 from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .pooling import pool_records
@@ -110,8 +111,10 @@ __all__ = [
     "DEFAULT_STRATEGIES",
     "DELTAS_CSS",
     "HOOK_STRATEGY",
+    "JOURNAL",
     "LATEST",
     "NO_EMBEDDING",
+    "PLAN",
     "RUNS",
     "SHARE_METRICS",
     "STRATEGIES",
@@ -128,6 +131,7 @@ __all__ = [
     "FullStrategy",
     "HandProbe",
     "Job",
+    "JobJournal",
     "MemoryContextStrategy",
     "Messages",
     "MetricChange",
@@ -175,6 +179,7 @@ __all__ = [
     "format_explanation",
     "format_replay",
     "format_trajectory_table",
+    "job_key",
     "load_hand_probes",
     "load_run",
     "load_scenarios",
@@ -189,6 +194,7 @@ __all__ = [
     "point_latest",
     "pool_records",
     "probe_frame",
+    "read_plan",
     "read_summary",
     "recorded_compactions",
     "register_strategy",
@@ -202,4 +208,5 @@ __all__ = [
     "transcript_scenario",
     "upgrade_summary",
     "validate_options",
+    "write_plan",
 ]

@@ -36,6 +36,16 @@ class Job:
     window: int | None
 
     @property
+    def group(self) -> str:
+        """Its configuration, ``strategy/embedding``."""
+        return f"{self.strategy}/{self.embedding}"
+
+    @property
+    def heavy(self) -> bool:
+        """It embeds with the transformer (~30x the work per message)."""
+        return self.embedding == "transformer"
+
+    @property
     def label(self) -> str:
         return f"{self.scenario.id} {self.strategy}/{self.embedding}"
 
@@ -119,9 +129,10 @@ def _run_bundle(
 
 
 def execute_jobs(
-    jobs: list[Job], options: EvalOptions, report: Callable[[Job, float], None]
+    jobs: list[Job], options: EvalOptions, report: Callable[[Job, Any, float], None]
 ) -> dict[int, tuple[Any, float]]:
-    """Every job's result and its own run time in seconds, by job index."""
+    """Every job's result and its own run time in seconds, by job index; ``report`` hears of
+    each job as it finishes (job, result, seconds)."""
     results: dict[int, tuple[Any, float]] = {}
     by_index = {job.index: job for job in jobs}
     planned = bundles(jobs)
@@ -131,7 +142,7 @@ def execute_jobs(
                 for job in bundle:
                     index, result, seconds = _run_job(job, options, work_root)
                     results[index] = (result, seconds)
-                    report(job, seconds)
+                    report(job, result, seconds)
             return results
         # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
         threads = max(1, (os.cpu_count() or 1) // options.jobs)
@@ -145,5 +156,5 @@ def execute_jobs(
             for future in as_completed(futures):
                 for index, result, seconds in future.result():
                     results[index] = (result, seconds)
-                    report(by_index[index], seconds)
+                    report(by_index[index], result, seconds)
     return results

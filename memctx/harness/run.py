@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from .executor import Job, execute_jobs
+from .journal import JobJournal, read_plan, write_plan
 from .progress import EtaEstimator, format_progress
-from .provenance import provenance
+from .provenance import provenance, scenarios_digest
 from .runs import RUNS, config_label, new_run_id, point_latest
 from .scenario import Scenario, load_scenarios
 from .schema import ALL_SUITES, NO_EMBEDDING, SUMMARY_SCHEMA
@@ -87,6 +88,8 @@ class EvalOptions:
         reports_dir: Where run folders and the ``latest`` link live.
         run_id: The run's id (on every row); ``None`` makes one from the time and
             :meth:`label`.
+        resume: Complete the run in ``out_dir``: its finished jobs (``jobs.jsonl``, see
+            :mod:`memctx.harness.journal`) are loaded, not run again.
         datasets_dir: Frozen scenarios; ``None`` means ``datasets/v1`` of the checkout.
         seed: Seed of the generator (quick mode) and of the bootstrap.
         answer_model: litellm model whose prices give ``cost_usd``.
@@ -106,6 +109,7 @@ class EvalOptions:
     out_dir: Path | None = None
     reports_dir: Path = Path("reports")
     run_id: str | None = None
+    resume: bool = False
     datasets_dir: Path | None = None
     seed: int = 0
     answer_model: str = "claude-sonnet-4-5"
@@ -114,7 +118,9 @@ class EvalOptions:
 
     def config_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("out_dir", "reports_dir", "run_id", "datasets_dir", "progress", "jobs"):
+        for key in (
+            "out_dir", "reports_dir", "run_id", "resume", "datasets_dir", "progress", "jobs"
+        ):  # fmt: skip
             data.pop(key)
         data["overrides"] = dict(self.overrides)
         return data
@@ -286,33 +292,52 @@ def run_eval(options: EvalOptions) -> Path:
     jobs = _plan(options, suites)
     if not jobs:
         raise EvalError("nothing to run: the selected suites hold no scenarios")
-    finished: set[int] = set()
+    digest = scenarios_digest(suites)
+    journal = JobJournal(out)
+    if options.resume:
+        plan = read_plan(out)
+        if plan["scenarios"] != digest:
+            raise EvalError(
+                f"the scenarios differ from those the run in {out} started with (the datasets "
+                "or the generator changed): start the run again instead of resuming it"
+            )
+        done = journal.load(jobs)
+    else:
+        journal.close(remove=True)  # a journal left by an earlier run in this folder
+        write_plan(out, options, run_id, digest)
+        done = {}
+    finished: set[int] = set(done)
     estimator = EtaEstimator()
+    for index, (_, seconds) in done.items():
+        job = jobs[index]
+        estimator.add(
+            job.weight(), job.embedding == "transformer", seconds, f"{job.strategy}/{job.embedding}"
+        )
     clock_start = time.perf_counter()
 
-    def report(job: Job, seconds: float) -> None:
+    def report(job: Job, result: Any, seconds: float) -> None:
+        journal.append(job, result, seconds)
         finished.add(job.index)
-        heavy = job.embedding == "transformer"
-        estimator.add(job.weight(), heavy, seconds, f"{job.strategy}/{job.embedding}")
+        estimator.add(job.weight(), job.heavy, seconds, job.group)
         if not options.progress:
             return
-        pending = [
-            (j.weight(), j.embedding == "transformer", f"{j.strategy}/{j.embedding}")
-            for j in jobs
-            if j.index not in finished
-        ]
+        pending = [(j.weight(), j.heavy, j.group) for j in jobs if j.index not in finished]
         left = estimator.seconds_left(pending, options.jobs)
         elapsed = time.perf_counter() - clock_start
         line = format_progress(len(finished), len(jobs), job.label, seconds, elapsed, left)
         print(line, file=sys.stderr, flush=True)
 
-    done = execute_jobs(jobs, options, report)
+    if done and options.progress:
+        print(f"resuming {out}: {len(done)} of {len(jobs)} jobs done", file=sys.stderr)
+    try:
+        done.update(execute_jobs([j for j in jobs if j.index not in done], options, report))
+    finally:
+        journal.close()
     ordered = [(job, done[job.index][0]) for job in jobs]
     # Worker seconds per strategy × embedding: what each configuration costs to measure.
     by_strategy: dict[str, float] = {}
     for job in jobs:
-        key = f"{job.strategy}/{job.embedding}"
-        by_strategy[key] = by_strategy.get(key, 0.0) + done[job.index][1]
+        by_strategy[job.group] = by_strategy.get(job.group, 0.0) + done[job.index][1]
     records = aggregate(
         [(job.suite, job.strategy, job.embedding, result) for job, result in ordered],
         seed=options.seed,
@@ -347,6 +372,7 @@ def run_eval(options: EvalOptions) -> Path:
         json.dumps(summary, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
         encoding="utf-8",
     )
+    journal.close(remove=True)  # summary.json is written: the run is complete
     if out.resolve().parent == (options.reports_dir / RUNS).resolve():
         point_latest(options.reports_dir, out)
     return out

@@ -87,9 +87,11 @@ def test_same_command_gives_the_same_summary_apart_from_timing(
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    """A JSONL file's rows without the run id (the one column that names the time)."""
+    """A JSONL file's rows without the run id (it names the time) and the hook's wall time."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert rows and all(row.pop("run") for row in rows)
+    for row in rows:
+        row.pop("latency_ms", None)
     return rows
 
 
@@ -204,8 +206,8 @@ def test_progress_lines_count_jobs_and_estimate_the_rest(
     run_eval(_options(tmp_path / "p", suites=("needle",), progress=True))
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 7  # full, truncate, observation-masking, planner; 3 searching x hash
-    assert lines[0].startswith("[   1/7]") and "min left" in lines[0]
-    assert lines[-1].startswith("[   7/7]") and lines[-1].endswith("done")
+    assert lines[0].startswith("[1/7] ") and "min left" in lines[0] and " job " in lines[0]
+    assert lines[-1].startswith("[7/7] ") and lines[-1].endswith("done")
 
 
 def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
