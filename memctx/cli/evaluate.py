@@ -102,6 +102,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "cost_usd:+5%%",
     )
     parser.add_argument(
+        "--sweep",
+        metavar="KEY=V1,V2,...",
+        help="run the matrix once per value of one config setting (e.g. "
+        "hardCapTokens=1000,2000,4000): a run folder per value inside the sweep's folder, "
+        "and sweep.md / sweep.json / sweep.png with the curve",
+    )
+    parser.add_argument(
         "--resume",
         metavar="RUN_DIR",
         help="complete a run that stopped (killed, crashed, interrupted): its finished jobs "
@@ -274,6 +281,12 @@ def _validate(args: argparse.Namespace) -> Any:
         raise OptionError("--fail-on needs --baseline FILE (the summary.json to compare against)")
     options = _resumed(args) if args.resume else options_from_args(args)
     validate_options(options)
+    if args.sweep:
+        from memctx.harness import parse_sweep
+
+        if args.resume or args.baseline:
+            raise OptionError("--sweep runs several configurations: gate or resume them one by one")
+        parse_sweep(args.sweep)
     if args.fail_on:
         parse_fail_on(args.fail_on)
     if args.baseline:
@@ -285,8 +298,10 @@ def _validate(args: argparse.Namespace) -> Any:
     if args.resume:
         return options, Path(args.resume)
     # The folder's name says every suite asked for, the real-data ones included.
-    named = replace(options, suites=tuple(args.suite or ()))
-    run_id, out = run_dir_for(replace(options, run_id=new_run_id(named.label())))
+    named = replace(options, suites=tuple(args.suite or ())).label()
+    if args.sweep:
+        named = f"{named}-sweep-{args.sweep.partition('=')[0]}".removeprefix("default-")
+    run_id, out = run_dir_for(replace(options, run_id=new_run_id(named)))
     return replace(options, run_id=run_id, out_dir=out if args.out else None), out
 
 
@@ -350,6 +365,8 @@ def eval_command(args: argparse.Namespace) -> int:
             args.suite = [s for s in args.suite if s != name]
             if status or not args.suite:
                 return status
+    if args.sweep:
+        return _sweep(args, options)
     try:
         run_dir = run_eval(options)
     except (EvalError, MemctxError, ValueError) as exc:
@@ -359,6 +376,29 @@ def eval_command(args: argparse.Namespace) -> int:
     return finish_eval(
         run_dir, no_report=args.no_report, baseline=args.baseline, fail_on=args.fail_on
     )
+
+
+def _sweep(args: argparse.Namespace, options: Any) -> int:
+    """``--sweep``: one run per value, each reported, then the curve."""
+    from memctx.errors import MemctxError
+    from memctx.harness import EvalError, format_sweep, parse_sweep, run_sweep
+    from memctx.harness.report import write_report
+
+    key, values = parse_sweep(args.sweep)
+    after = None if args.no_report else (lambda run_dir: write_report(run_dir) and None)
+    try:
+        folder, points = run_sweep(options, key, values, after_each=after)
+    except (EvalError, MemctxError, ValueError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(describe_os_error(exc))
+    print(format_sweep(key, points))
+    print(f"\nsweep folder: {folder} (sweep.md, sweep.json; one run folder per value)")
+    violations = sum(p.violations for p in points)
+    if violations:
+        print(f"FAIL: {violations} invariant violation(s) across the sweep", file=sys.stderr)
+        return 1
+    return 0
 
 
 def finish_eval(

@@ -91,6 +91,7 @@ from .strategies import (
     parse_strategy,
     register_strategy,
 )
+from .sweep import SWEEP_CHART, SweepPoint, format_sweep, parse_sweep, run_sweep
 from .trajectories import (
     TRAJECTORY_DATASETS,
     TRAJECTORY_WINDOWS,
@@ -119,6 +120,7 @@ __all__ = [
     "SHARE_METRICS",
     "STRATEGIES",
     "SUMMARY_SCHEMA",
+    "SWEEP_CHART",
     "TRAJECTORY_DATASETS",
     "TRAJECTORY_WINDOWS",
     "BaseStrategy",
@@ -152,6 +154,7 @@ __all__ = [
     "Session",
     "Strategy",
     "StrategySetup",
+    "SweepPoint",
     "TrajectoryRow",
     "TruncateStrategy",
     "aggregate",
@@ -178,6 +181,7 @@ __all__ = [
     "format_deltas_text",
     "format_explanation",
     "format_replay",
+    "format_sweep",
     "format_trajectory_table",
     "job_key",
     "load_hand_probes",
@@ -190,6 +194,7 @@ __all__ = [
     "normalise_answer",
     "parse_fail_on",
     "parse_strategy",
+    "parse_sweep",
     "percentile",
     "point_latest",
     "pool_records",
@@ -204,6 +209,7 @@ __all__ = [
     "run_dir_for",
     "run_eval",
     "run_scenario",
+    "run_sweep",
     "share_interval",
     "transcript_scenario",
     "upgrade_summary",
