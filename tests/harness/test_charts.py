@@ -71,10 +71,20 @@ def test_session_is_the_longest_long_haul_one_else_the_longest() -> None:
     assert len(rows) == 4 * 30 and {r["suite"] for r in rows} == {"needle"}
 
 
+def _only(summary: dict[str, Any], keep: Any) -> dict[str, Any]:
+    """``summary`` with only the records, per suite and pooled, for which ``keep(record)``."""
+    return {
+        **summary,
+        "records": [r for r in summary["records"] if keep(r)],
+        "pooled": [r for r in summary["pooled"] if keep(r)],
+    }
+
+
 def test_charts_without_data_are_left_out(tmp_path: Path) -> None:
     run = build_run()
-    records = [r for r in run.summary["records"] if r["embedding"] != "transformer"]
-    written = write_charts(dict(run.summary, records=records), [], tmp_path)
+    written = write_charts(
+        _only(run.summary, lambda r: r["embedding"] != "transformer"), [], tmp_path
+    )
     assert [c.path.stem for c in written] == [
         "recall_vs_tokens",
         "cost",
@@ -92,7 +102,7 @@ def test_the_frontier_chart_names_what_it_leaves_out(charts: list[Any], tmp_path
         "Not drawn, not comparable: full (accuracy over 144 of 216 probes only)."
     )
     run = build_run()
-    for record in run.summary["records"]:
+    for record in run.summary["records"] + run.summary["pooled"]:
         record["fit"] = record["probes"]
     drawn = write_charts(run.summary, [], tmp_path)
     again = next(c for c in drawn if c.path.name == "frontier.png")
@@ -102,9 +112,8 @@ def test_the_frontier_chart_names_what_it_leaves_out(charts: list[Any], tmp_path
 
 def test_no_frontier_chart_when_nothing_is_comparable(tmp_path: Path) -> None:
     run = build_run()
-    records = [r for r in run.summary["records"] if r["strategy"] == "full"]
     (tmp_path / "frontier.png").write_bytes(b"stale")
-    written = write_charts(dict(run.summary, records=records), [], tmp_path)
+    written = write_charts(_only(run.summary, lambda r: r["strategy"] == "full"), [], tmp_path)
     assert "frontier" not in [c.path.stem for c in written]
     assert not (tmp_path / "frontier.png").exists()
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from memctx.harness.report import FrontierPoint, frontier, frontier_reading, frontier_table
-from memctx.harness.report.frontier import place_labels, point_ends, step_corners
+from memctx.harness.report.frontier import point_ends, step_corners
+from memctx.harness.report.labels import place_labels
 
 
 def _rec(
@@ -17,8 +18,8 @@ def _rec(
     *,
     embedding: str = "-",
     calls: int = 100,
-    fit: int = 50,
-    probes: int = 50,
+    fit: int | None = 50,
+    probes: int | None = 50,
     suite: str = "all",
 ) -> dict[str, Any]:
     return {
@@ -54,7 +55,10 @@ def test_a_dominated_configuration_names_the_cheapest_that_dominates_it() -> Non
     assert not got["a"].on_frontier and got["a"].dominated_by == "b"
     assert got["d"].dominated_by == "b" and got["d"].status == "dominated by b"
     assert got["b"].cost_per_call == pytest.approx(0.05) and got["b"].cost_usd == 5.0
-    assert got["b"].recall_accuracy_ci == pytest.approx((0.55, 0.65))
+    # The stored interval, widened to the Wilson interval over the 50 fitted probes.
+    low, high = got["b"].recall_accuracy_ci or (1.0, 0.0)
+    assert low < 0.55 and high > 0.65 and got["b"].n == 50
+    assert got["b"].share.text() == f"60.0 % ({100 * low:.0f}–{100 * high:.0f}) n=50"
 
 
 def test_strictly_better_on_one_axis_is_enough_to_dominate() -> None:
@@ -165,17 +169,18 @@ def test_the_table_rows_say_cost_accuracy_and_status() -> None:
         "configuration",
         "cost per call",
         "total cost",
-        "recall accuracy (95 % CI)",
+        "recall accuracy (95 % interval)",
         "frontier",
     )
+    # Each accuracy with its 95 % interval (Wilson over the fitted probes: 50, full's 11) and n.
     assert rows == (
-        ("meerkat × hash", "$0.01537", "$68.0781", "27.1 % (22.1–32.1)", "on the frontier"),
-        ("truncate", "$0.09253", "$409.7301", "25.0 % (20.0–30.0)", "dominated by meerkat × hash"),
+        ("meerkat × hash", "$0.01537", "$68.0781", "27.1 % (17–41) n=50", "on the frontier"),
+        ("truncate", "$0.09253", "$409.7301", "25.0 % (15–38) n=50", "dominated by meerkat × hash"),
         (
             "full",
             "$3.00000",
             "$300.0000",
-            "81.8 % (76.8–86.8)",
+            "81.8 % (52–95) n=11",
             "not comparable: accuracy over 11 of 380 probes only",
         ),
     )
@@ -201,8 +206,8 @@ def test_two_embedders_at_one_point_get_labels_on_either_side() -> None:
         p
         for p in frontier(
             [
-                _rec("meerkat", 5.0, 0.3, embedding="hash"),
-                _rec("meerkat", 5.0, 0.3, embedding="transformer"),
+                _rec("meerkat", 5.0, 0.3, embedding="hash", fit=None, probes=None),
+                _rec("meerkat", 5.0, 0.3, embedding="transformer", fit=None, probes=None),
             ]
         )
     ]
@@ -219,7 +224,14 @@ def test_two_embedders_at_one_point_get_labels_on_either_side() -> None:
 
 def test_a_label_moves_off_another_points_bar_and_stays_in_the_frame() -> None:
     # b sits just right of a: a's label on the right would cross b's marker and bar.
-    points = list(frontier([_rec("alpha-strategy", 5.0, 0.30), _rec("beta-strategy", 5.5, 0.30)]))
+    points = list(
+        frontier(
+            [
+                _rec("alpha-strategy", 5.0, 0.30, fit=None, probes=None),
+                _rec("beta-strategy", 5.5, 0.30, fit=None, probes=None),
+            ]
+        )
+    )
 
     def display(xy: tuple[float, float]) -> tuple[float, float]:
         return 4000 * xy[0], 5 * xy[1]  # alpha at 200 px, beta at 220 px, both at 150 px
@@ -238,7 +250,14 @@ def test_a_label_moves_off_another_points_bar_and_stays_in_the_frame() -> None:
 
 def test_a_label_keeps_off_a_label_already_placed() -> None:
     # Same cost, 8 px apart: side by side on the right, the two labels would overlap.
-    points = list(frontier([_rec("alpha-strategy", 5.0, 0.30), _rec("beta-strategy", 5.0, 0.316)]))
+    points = list(
+        frontier(
+            [
+                _rec("alpha-strategy", 5.0, 0.30, fit=None, probes=None),
+                _rec("beta-strategy", 5.0, 0.316, fit=None, probes=None),
+            ]
+        )
+    )
 
     def display(xy: tuple[float, float]) -> tuple[float, float]:
         return 4000 * xy[0], 5 * xy[1]  # both at 200 px; alpha at 150 px, beta at 158 px

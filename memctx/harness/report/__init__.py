@@ -1,13 +1,17 @@
 """The report of one evaluation run: ``report.md``, a self-contained ``report.html``, PNG
-charts (matplotlib, imported only when charts are drawn), the terminal table and the
-plain-language checks, and the cost-versus-accuracy frontier.
+charts (matplotlib, imported only when charts are drawn), the terminal table, the
+plain-language checks, the cost-versus-accuracy frontier, a recommendation derived from the
+numbers, and the deltas against a baseline (``memctx report RUN --baseline X``).
 """
 
 from __future__ import annotations
 
+from .baseline import BaselineSection, baseline_section
 from .checks import Check, run_checks
 from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
+from .intervals import Share, share_of
 from .real_data import LOCOMO_CHART, REAL_DATA_FILES, locomo_chart, real_data_html, real_data_md
+from .recommend import Recommendation, recommend
 from .report import (
     RUN_FILES,
     RunDirError,
@@ -25,9 +29,13 @@ __all__ = [
     "LOCOMO_CHART",
     "REAL_DATA_FILES",
     "RUN_FILES",
+    "BaselineSection",
     "Check",
     "FrontierPoint",
+    "Recommendation",
     "RunDirError",
+    "Share",
+    "baseline_section",
     "format_terminal_table",
     "frontier",
     "frontier_reading",
@@ -38,8 +46,10 @@ __all__ = [
     "locomo_chart",
     "real_data_html",
     "real_data_md",
+    "recommend",
     "report_main",
     "run_checks",
+    "share_of",
     "suite_table",
     "validate_summary",
     "write_report",

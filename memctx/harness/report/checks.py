@@ -2,28 +2,33 @@
 
 Three claims the harness exists to test:
 
-1. memory-context beats truncate on recall accuracy in every suite (per embedding);
-2. full, while it fits its window, is the ceiling (nothing answers more of the same probes);
+1. memory-context beats truncate on recall accuracy (per embedding): ahead over all suites
+   beyond noise, and behind beyond noise in no suite;
+2. no strategy beats full on the probes whose context fits full's window (full sees the
+   whole transcript there, so another strategy answering a probe full misses is a
+   contradiction, not noise);
 3. invariant violations are zero in every record.
 
-Each :class:`Check` says PASS/FAIL and names the suites or records that break the claim, so a
-reader does not have to scan the tables.
+Each :class:`Check` says PASS, FAIL or N/A and names the suites or records that decide it.
+Differences are judged with the intervals of :mod:`.intervals`: a difference within noise is
+never a FAIL, a tie is said to be one, and a claim the data cannot decide is N/A.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..frames import probe_frame
 from ..schema import ALL_SUITES, LEGACY_NO_EMBEDDING, NO_EMBEDDING, all_records
+from .intervals import Share, difference, share_of
 
 __all__ = ["ALL", "Check", "pair_label", "pairs", "run_checks", "suites"]
 
 ALL = ALL_SUITES  # the pooled records' suite name, under the name the reports use
-_EPS = 1e-9
 Pair = tuple[str, str]
+_KEY = ["suite", "scenario", "probe"]
 
 
 @dataclass(frozen=True)
@@ -32,8 +37,8 @@ class Check:
 
     Attributes:
         name: The claim, e.g. "memory-context beats truncate".
-        ok: True (holds), False (broken) or None (cannot be judged from this run).
-        text: The finding in one or two sentences, with the suites that break it.
+        ok: True (holds), False (broken beyond noise) or None (the data cannot decide).
+        text: The finding in one or two sentences, with the suites that decide it.
     """
 
     name: str
@@ -42,6 +47,7 @@ class Check:
 
     @property
     def verdict(self) -> str:
+        """``"PASS"``, ``"FAIL"`` or ``"N/A"``."""
         return {True: "PASS", False: "FAIL", None: "N/A"}[self.ok]
 
 
@@ -69,117 +75,143 @@ def _index(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], M
     return {(str(r["suite"]), str(r["strategy"]), str(r["embedding"])): r for r in records}
 
 
-def _acc(record: Mapping[str, Any] | None) -> float | None:
-    value = None if record is None else record.get("recall_accuracy")
-    return float(value) if isinstance(value, int | float) else None
+def _versus(suite: str, mine: Share, theirs: Share) -> str:
+    """``"paraphrase (50.0 % vs 50.0 %, n=8 each: a tie)"``."""
+    counts = f"n={mine.n} each" if mine.n == theirs.n else f"n={mine.n} vs {theirs.n}"
+    tie = ": a tie" if mine.value == theirs.value else ""
+    return f"{suite} ({_pct(mine.value)} vs {_pct(theirs.value)}, {counts}{tie})"
 
 
 def _beats_truncate(records: Sequence[Mapping[str, Any]]) -> list[Check]:
     index = _index(records)
     names = suites(records)
     embeddings = [e for s, e in pairs(records) if s == "memory-context"]
-    name = "memory-context beats truncate on recall accuracy in every suite"
+    name = "memory-context beats truncate on recall accuracy"
     if not embeddings or not any(p == ("truncate", NO_EMBEDDING) for p in pairs(records)):
         return [Check(name, None, "the run lacks memory-context or truncate.")]
     out = []
     for embedding in embeddings:
         label = pair_label("memory-context", embedding)
-        losses = []
+        ahead: list[str] = []
+        within: list[str] = []
+        behind: list[str] = []
         for suite in names:
-            mine = _acc(index.get((suite, "memory-context", embedding)))
-            theirs = _acc(index.get((suite, "truncate", NO_EMBEDDING)))
-            if mine is None or theirs is None:
+            mine_record = index.get((suite, "memory-context", embedding))
+            theirs_record = index.get((suite, "truncate", NO_EMBEDDING))
+            mine, theirs = share_of(mine_record), share_of(theirs_record)
+            if not (mine.known and theirs.known):
                 continue
-            if mine <= theirs + _EPS:
-                how = (
-                    "tie at " + _pct(mine)
-                    if abs(mine - theirs) <= _EPS
-                    else (f"{_pct(mine)} vs {_pct(theirs)}")
-                )
-                losses.append(f"{suite} ({how})")
-        if losses:
-            text = (
-                f"{label} beats truncate on recall accuracy in {len(names) - len(losses)} of "
-                f"{len(names)} "
-                f"suites; not in {', '.join(losses)}."
-            )
+            sign = difference(mine_record, theirs_record).sign
+            bucket = ahead if sign > 0 else behind if sign < 0 else within
+            bucket.append(_versus(suite, mine, theirs))
+        judged = len(ahead) + len(within) + len(behind)
+        mine_pooled = index.get((ALL, "memory-context", embedding))
+        theirs_pooled = index.get((ALL, "truncate", NO_EMBEDDING))
+        mine_all, theirs_all = share_of(mine_pooled), share_of(theirs_pooled)
+        overall = difference(mine_pooled, theirs_pooled)
+        pooled = (
+            f"{_pct(mine_all.value)} vs {_pct(theirs_all.value)} over all suites, {overall.text()}"
+        )
+        detail = f"ahead beyond noise in {len(ahead)} of {judged} suites"
+        if within:
+            detail += f"; not distinguishable in {', '.join(within)}"
+        if behind:
+            text = f"{label} is behind truncate beyond noise in {', '.join(behind)}; {detail}."
+            ok: bool | None = False
+        elif overall.sign > 0:
+            text = f"{label} beats truncate on recall accuracy: {pooled}; {detail}."
+            ok = True
         else:
-            text = f"{label} beats truncate on recall accuracy in all {len(names)} suites."
-        out.append(Check(f"{name} ({label})", not losses, text))
+            text = f"{label} vs truncate cannot be told apart: {pooled}; {detail}."
+            ok = None
+        out.append(Check(f"{name} ({label})", ok, text))
     return out
 
 
 def _full_ceiling_from_probes(probes: Sequence[Mapping[str, Any]]) -> Check:
-    name = "full is the ceiling where it fits"
-    full_rows = {
-        (p["suite"], p["scenario"], p["probe"]): p for p in probes if p["strategy"] == "full"
-    }
-    fitted = {key for key, p in full_rows.items() if p["fits"]}
-    if not full_rows:
+    name = "no strategy beats full on the probes it fits"
+    frame = probe_frame([dict(p) for p in probes])
+    if frame.empty or not (frame["strategy"] == "full").any():
         return Check(name, None, "the run lacks the full strategy.")
-    if not fitted:
-        return Check(name, None, f"full overflowed its window on all {len(full_rows)} probes.")
-    # On the probes full fitted: answers per other pair, and probes full missed but it held.
-    hits: Counter[Pair] = Counter()
-    asked: Counter[Pair] = Counter()
-    beaten: dict[str, Counter[str]] = defaultdict(Counter)
-    for p in probes:
-        key = (p["suite"], p["scenario"], p["probe"])
-        pair = (str(p["strategy"]), str(p["embedding"]))
-        if key not in fitted:
-            continue
-        hits[pair] += bool(p["recall_accuracy"])
-        asked[pair] += 1
-        if pair[0] != "full" and p["recall_accuracy"] and not full_rows[key]["recall_accuracy"]:
-            beaten[str(p["suite"])][pair_label(*pair)] += 1
-    full = ("full", NO_EMBEDDING)
-    others = [p for p in asked if p != full]
-    best = max(others, key=lambda p: (hits[p] / asked[p], p), default=None)
-    text = f"full fits {len(fitted)} of {len(full_rows)} probes; on those it answers "
-    text += _pct(hits[full] / asked[full])
-    if best is not None:
-        text += f", the best other strategy {pair_label(*best)} {_pct(hits[best] / asked[best])}"
+    frame = frame.assign(answers=frame["recall_accuracy"].fillna(False).astype(bool))
+    full = frame[frame["strategy"] == "full"].drop_duplicates(_KEY, keep="last")
+    fitted = full[full["fits"].fillna(False).astype(bool)]
+    if fitted.empty:
+        return Check(name, None, f"full overflowed its window on all {len(full)} probes.")
+    # Every other strategy's rows on the probes full fitted, beside full's own answer there.
+    full_answers = fitted.set_index(_KEY)["answers"].rename("full_answers")
+    on = frame[frame["strategy"] != "full"].join(full_answers, on=_KEY, how="inner")
+    others = on.groupby(["strategy", "embedding"], sort=False)["answers"].mean()
+    full_share = float(fitted["answers"].mean())
+    beaten = on[on["answers"] & ~on["full_answers"].astype(bool)]
+    text = f"full fits {len(fitted)} of {len(full)} probes; on those it answers {_pct(full_share)}"
+    if not others.empty:
+        best = max(others.index, key=lambda p: (others[p], p))
+        text += f", the best other strategy {pair_label(*best)} {_pct(float(others[best]))}"
     text += "."
-    if hits[full] < asked[full]:
-        text += f" full misses {asked[full] - hits[full]} probe(s) it fits."
-    if beaten:
-        where = "; ".join(
-            f"{suite}: " + ", ".join(f"{label} {n}" for label, n in counts.items())
-            for suite, counts in beaten.items()
-        )
+    misses = int((~fitted["answers"]).sum())
+    if misses:
+        text += f" full misses {misses} probe(s) it fits."
+    if not beaten.empty:
+        counts = beaten.groupby(["suite", "strategy", "embedding"], sort=False).size()
+        by_suite: dict[str, list[str]] = {}
+        for row in counts.reset_index(name="n").itertuples(index=False):
+            label = pair_label(str(row.strategy), str(row.embedding))
+            by_suite.setdefault(str(row.suite), []).append(f"{label} {row.n}")
+        where = "; ".join(f"{suite}: {', '.join(items)}" for suite, items in by_suite.items())
         return Check(
             name,
             False,
             f"{text} full is not the ceiling: other strategies answer fitted probes full "
             f"misses in {where}.",
         )
-    return Check(name, True, f"{text} full is the ceiling.")
+    ties = [pair_label(*p) for p in others.index if others[p] >= full_share]
+    if ties:
+        if len(ties) == len(others):
+            said = "every other configuration ties it"
+        elif len(ties) <= 3:
+            said = f"{', '.join(ties)} {'ties' if len(ties) == 1 else 'tie'} it"
+        else:
+            said = f"{len(ties)} of the {len(others)} other configurations tie it"
+        return Check(name, True, f"{text} No strategy beats full on them; {said}.")
+    return Check(name, True, f"{text} full is the ceiling: every other strategy answers fewer.")
 
 
 def _full_ceiling_from_records(records: Sequence[Mapping[str, Any]]) -> Check:
-    name = "full is the ceiling where it fits"
+    name = "no strategy beats full on the probes it fits"
     index = _index(records)
-    beaten = []
-    for suite in suites(records):
-        full = _acc(index.get((suite, "full", NO_EMBEDDING)))
-        if full is None:
-            continue
-        for strategy, embedding in pairs(records):
-            other = _acc(index.get((suite, strategy, embedding)))
-            if strategy != "full" and other is not None and other > full + _EPS:
-                beaten.append(f"{suite} ({pair_label(strategy, embedding)} {_pct(other)})")
     if not any(k[1] == "full" for k in index):
         return Check(name, None, "the run lacks the full strategy.")
+    beaten, within = [], []
+    for suite in suites(records):
+        full_record = index.get((suite, "full", NO_EMBEDDING))
+        full = share_of(full_record)
+        if not full.known:
+            continue
+        for strategy, embedding in pairs(records):
+            record = index.get((suite, strategy, embedding))
+            other = share_of(record)
+            if strategy == "full" or not other.known:
+                continue
+            assert other.value is not None and full.value is not None
+            said = f"{suite} ({pair_label(strategy, embedding)} {_pct(other.value)} vs "
+            said += f"{_pct(full.value)}, n={other.n} vs {full.n})"
+            if difference(record, full_record).sign > 0:
+                beaten.append(said)
+            elif other.value > full.value:
+                within.append(said)
     note = "over different probe sets; report.md compares the same probes"
     if beaten:
         return Check(
             name,
             False,
-            f"full's accuracy on the probes it fits is beaten in {', '.join(beaten)} ({note}).",
+            f"full's accuracy on the probes it fits is beaten beyond noise in "
+            f"{', '.join(beaten)} ({note}).",
         )
-    return Check(
-        name, True, f"full's accuracy on the probes it fits is the highest in every suite ({note})."
-    )
+    text = "no strategy is ahead of full beyond noise in any suite"
+    if within:
+        text += f"; ahead within noise: {', '.join(within)}"
+    return Check(name, True, f"{text} ({note}).")
 
 
 def _violations(records: Sequence[Mapping[str, Any]]) -> Check:

@@ -7,30 +7,30 @@ accuracy is measured over every probe are compared: ``full`` is scored on the pr
 context fits its window only, a different and easier set, so it is reported as not
 comparable instead of being placed on (or under) the frontier.
 
-Dominance compares point estimates; the confidence intervals are carried for the chart and
-the table, not used in the rule. Everything here is pure (no I/O, no matplotlib), the
-layout of the chart's labels included: display coordinates in, label spots out.
+Dominance compares point estimates; the 95 % intervals (:mod:`.intervals`, over the
+probes each accuracy is of) are carried for the chart, the table and the recommendation,
+not used in the rule. Everything here is pure (no I/O, no matplotlib); the layout of the
+chart's labels is :mod:`.labels`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from typing import Any
 
+from .cells import num, usd
 from .checks import ALL, pair_label
+from .intervals import Share, share_of
 
 __all__ = [
     "FRONTIER_CHART",
     "FRONTIER_NOTE",
-    "Box",
+    "XY",
     "FrontierPoint",
-    "Spot",
     "frontier",
     "frontier_reading",
     "frontier_table",
-    "place_labels",
     "point_ends",
     "step_corners",
 ]
@@ -42,10 +42,6 @@ FRONTIER_NOTE = (
     "the ones not dominated form the frontier."
 )
 XY = tuple[float, float]
-Box = tuple[float, float, float, float]  # left, bottom, right, top (display pixels)
-# Where a label goes: from the point or an end of its error bar ("point", "low", "high"),
-# offset (dx, dy) in points, and its alignment (ha, va) there.
-Spot = tuple[str, float, float, str, str]
 
 
 @dataclass(frozen=True)
@@ -58,12 +54,14 @@ class FrontierPoint:
         cost_per_call: Total cost over the number of model calls (USD); None if unknown.
         cost_usd: Total cost of the configuration over every call of the run (USD).
         recall_accuracy: Share of probes whose context holds an expected answer.
-        recall_accuracy_ci: The 95 % interval of ``recall_accuracy``, or None.
+        recall_accuracy_ci: The 95 % interval of ``recall_accuracy`` (Wilson, over ``n``;
+            the record's own interval when it has no count), or None.
         on_frontier: True when no comparable configuration dominates this one.
         dominated_by: The label of the cheapest configuration that dominates this one (the
             most accurate of the cheapest, then by name), None when it is not dominated.
         excluded: Why the configuration is not comparable (then it is neither on the
             frontier nor dominated), None when it is compared.
+        n: The probes ``recall_accuracy`` is over (fitted probes), None when unknown.
     """
 
     strategy: str
@@ -75,6 +73,13 @@ class FrontierPoint:
     on_frontier: bool
     dominated_by: str | None
     excluded: str | None
+    n: int | None = None
+
+    @property
+    def share(self) -> Share:
+        """``recall_accuracy`` with its interval and n, as the report's tables show it."""
+        low, high = self.recall_accuracy_ci or (None, None)
+        return Share(self.recall_accuracy, self.n, low, high)
 
     @property
     def label(self) -> str:
@@ -91,24 +96,17 @@ class FrontierPoint:
         return "on the frontier"
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _ci(value: Any) -> tuple[float, float] | None:
-    if isinstance(value, list | tuple) and len(value) == 2:
-        low, high = _num(value[0]), _num(value[1])
-        if low is not None and high is not None:
-            return (low, high)
-    return None
+def _ci(record: Mapping[str, Any]) -> tuple[float, float] | None:
+    share = share_of(record)
+    return None if share.low is None or share.high is None else (share.low, share.high)
 
 
 def _exclusion(record: Mapping[str, Any], cost: float | None, calls: float | None) -> str | None:
     """Why ``record`` cannot be compared with the others, or None when it can."""
-    fit, probes = _num(record.get("fit")), _num(record.get("probes"))
+    fit, probes = num(record.get("fit")), num(record.get("probes"))
     if fit is not None and probes is not None and fit < probes:
         return f"accuracy over {fit:,.0f} of {probes:,.0f} probes only"
-    if _num(record.get("recall_accuracy")) is None:
+    if num(record.get("recall_accuracy")) is None:
         return "no recall accuracy"
     if cost is None:
         return "no cost"
@@ -151,19 +149,21 @@ def frontier(records: Iterable[Mapping[str, Any]]) -> tuple[FrontierPoint, ...]:
     }
     points: list[FrontierPoint] = []
     for (strategy, embedding), record in pooled.items():
-        cost, calls = _num(record.get("cost_usd")), _num(record.get("calls"))
+        cost, calls = num(record.get("cost_usd")), num(record.get("calls"))
         per_call = cost / calls if cost is not None and calls else None
+        fit = num(record.get("fit"))
         points.append(
             FrontierPoint(
                 strategy=strategy,
                 embedding=embedding,
                 cost_per_call=per_call,
                 cost_usd=cost,
-                recall_accuracy=_num(record.get("recall_accuracy")),
-                recall_accuracy_ci=_ci(record.get("recall_accuracy_ci")),
+                recall_accuracy=num(record.get("recall_accuracy")),
+                recall_accuracy_ci=_ci(record),
                 on_frontier=False,
                 dominated_by=None,
                 excluded=_exclusion(record, cost, calls),
+                n=None if fit is None else int(fit),
             )
         )
     compared = [p for p in points if p.excluded is None]
@@ -183,20 +183,6 @@ def frontier(records: Iterable[Mapping[str, Any]]) -> tuple[FrontierPoint, ...]:
     return tuple(sorted(placed, key=_order))
 
 
-def _usd(value: float | None, places: int) -> str:
-    return "n/a" if value is None else f"${value:,.{places}f}"
-
-
-def _accuracy(point: FrontierPoint) -> str:
-    if point.recall_accuracy is None:
-        return "n/a"
-    text = f"{100 * point.recall_accuracy:.1f} %"
-    if point.recall_accuracy_ci is not None:
-        low, high = point.recall_accuracy_ci
-        text += f" ({100 * low:.1f}–{100 * high:.1f})"
-    return text
-
-
 def frontier_table(
     points: Sequence[FrontierPoint],
 ) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
@@ -205,15 +191,15 @@ def frontier_table(
         "configuration",
         "cost per call",
         "total cost",
-        "recall accuracy (95 % CI)",
+        "recall accuracy (95 % interval)",
         "frontier",
     )
     rows = tuple(
         (
             p.label,
-            _usd(p.cost_per_call, 5),
-            _usd(p.cost_usd, 4),
-            _accuracy(p),
+            usd(p.cost_per_call, 5),
+            usd(p.cost_usd, 4),
+            p.share.text(),
             p.status,
         )
         for p in points
@@ -227,30 +213,6 @@ def frontier_reading(points: Sequence[FrontierPoint]) -> str:
     if not best:
         return "No configuration can be compared on cost and accuracy in this run."
     return f"Not dominated: {', '.join(best)}."
-
-
-# --- label layout for charts/frontier.png (pure: display pixels in, spots out) -----------
-
-# The first embedder of a strategy tries below first, the second above, so two embedders at
-# one point (meerkat × hash and × transformer differ in tool hits, not in context) part
-# ways; past the bar's end when the others' bars are in the way; a lone strategy tries the
-# side first.
-_BELOW: tuple[Spot, ...] = (
-    ("point", 9, -7, "left", "top"),
-    ("point", -9, -7, "right", "top"),
-    ("low", 6, -3, "left", "top"),
-    ("low", -6, -3, "right", "top"),
-)
-_ABOVE: tuple[Spot, ...] = (
-    ("point", 9, 7, "left", "bottom"),
-    ("point", -9, 7, "right", "bottom"),
-    ("high", 6, 3, "left", "bottom"),
-    ("high", -6, 3, "right", "bottom"),
-)
-_SIDE: tuple[Spot, ...] = (("point", 9, 0, "left", "center"), ("point", -9, 0, "right", "center"))
-# What covering each thing costs a label: another label, a marker or the legend most, an
-# error bar less, the step line least; each spot further down the list costs a little.
-_HEAVY, _BAR, _LINE, _RANK, _OUTSIDE = 4.0, 2.0, 1.0, 0.25, 100.0
 
 
 def point_ends(point: FrontierPoint) -> dict[str, XY]:
@@ -268,92 +230,3 @@ def step_corners(points: Sequence[XY]) -> list[XY]:
             corners.append((x, corners[-1][1]))
         corners.append((x, y))
     return corners
-
-
-def _spots(rank: int, count: int) -> tuple[Spot, ...]:
-    if count == 1:
-        return _SIDE + _ABOVE + _BELOW
-    return _BELOW + _ABOVE + _SIDE if rank % 2 == 0 else _ABOVE + _BELOW + _SIDE
-
-
-def _overlaps(a: Box, b: Box) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _label_box(at: XY, text: str, spot: Spot, scale: float, font_pt: float) -> Box:
-    """The box of ``text`` at ``spot`` from ``at`` (its size estimated, nothing drawn)."""
-    _, dx, dy, ha, va = spot
-    width, height = 0.6 * font_pt * len(text) * scale, 1.25 * font_pt * scale
-    left = at[0] + dx * scale - {"left": 0.0, "center": width / 2, "right": width}[ha]
-    bottom = at[1] + dy * scale - {"bottom": 0.0, "center": height / 2, "top": height}[va]
-    return (left, bottom, left + width, bottom + height)
-
-
-def _obstacles(
-    points: Sequence[FrontierPoint], to_display: Callable[[XY], XY], scale: float
-) -> list[tuple[Box, float]]:
-    """Markers, error bars and step-line segments as display boxes, with their weights."""
-    out: list[tuple[Box, float]] = []
-    for p in points:
-        ends = {name: to_display(xy) for name, xy in point_ends(p).items()}
-        (x, y), low, high = ends["point"], ends["low"][1], ends["high"][1]
-        out.append(((x - 7 * scale, y - 7 * scale, x + 7 * scale, y + 7 * scale), _HEAVY))
-        out.append(((x - 5 * scale, low - 2 * scale, x + 5 * scale, high + 2 * scale), _BAR))
-    best = [point_ends(p)["point"] for p in points if p.on_frontier]
-    line = [to_display(corner) for corner in step_corners(best)]
-    pad = 1.5 * scale
-    for (xa, ya), (xb, yb) in pairwise(line):
-        box = (min(xa, xb) - pad, min(ya, yb) - pad, max(xa, xb) + pad, max(ya, yb) + pad)
-        out.append((box, _LINE))
-    return out
-
-
-def place_labels(
-    points: Sequence[FrontierPoint],
-    to_display: Callable[[XY], XY],
-    frame: Box,
-    legend: Box | None,
-    scale: float,
-    font_pt: float,
-) -> dict[tuple[str, str], Spot]:
-    """Where to put each point's label so that it covers as little as it can.
-
-    Labels are placed in ``points`` order, each at the spot of least cost: what it covers
-    (labels already placed, markers and the legend weigh most, error bars less, the step
-    line of the frontier least), plus a little per spot down its list so that a label stays
-    near its point, plus a lot if it leaves ``frame``.
-
-    Args:
-        points: The drawn (comparable) points.
-        to_display: Data coordinates (cost per call, accuracy in %) to display pixels.
-        frame: The axes' box in display pixels.
-        legend: The legend's box in display pixels, or None.
-        scale: Display pixels per point (dpi / 72).
-        font_pt: The labels' font size in points.
-
-    Returns:
-        The spot per (strategy, embedding).
-    """
-    taken = _obstacles(points, to_display, scale)
-    if legend is not None:
-        taken.append((legend, _HEAVY))
-    by_strategy: dict[str, list[str]] = {}
-    for p in points:
-        by_strategy.setdefault(p.strategy, []).append(p.embedding)
-    out: dict[tuple[str, str], Spot] = {}
-    for p in points:
-        embeddings = sorted(by_strategy[p.strategy])
-        spots = _spots(embeddings.index(p.embedding), len(embeddings))
-        ends = {name: to_display(xy) for name, xy in point_ends(p).items()}
-        boxes = [_label_box(ends[s[0]], p.label, s, scale, font_pt) for s in spots]
-        costs = [
-            i * _RANK
-            + sum(weight for t, weight in taken if _overlaps(box, t))
-            + (0.0 if frame[0] <= box[0] and box[2] <= frame[2] and frame[1] <= box[1]
-               and box[3] <= frame[3] else _OUTSIDE)
-            for i, box in enumerate(boxes)
-        ]  # fmt: skip
-        pick = min(range(len(spots)), key=costs.__getitem__)
-        out[(p.strategy, p.embedding)] = spots[pick]
-        taken.append((boxes[pick], _HEAVY))
-    return out

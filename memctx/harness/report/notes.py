@@ -17,7 +17,7 @@ from memctx.llm import OFFLINE_MODEL
 
 from ..schema import all_records
 
-__all__ = ["summary_model_note", "summary_strategies_run"]
+__all__ = ["summary_model", "summary_model_note", "summary_strategies_run"]
 
 
 def summary_strategies_run(summary: Mapping[str, Any]) -> list[str]:
@@ -42,7 +42,7 @@ def summary_strategies_run(summary: Mapping[str, Any]) -> list[str]:
     return list(found)
 
 
-def _summary_model(summary: Mapping[str, Any]) -> str | None:
+def summary_model(summary: Mapping[str, Any]) -> str | None:
     """``extractionModel`` as the run's overrides set it (``None`` when they cannot be read)."""
     overrides = (summary.get("config") or {}).get("overrides") or {}
     if not isinstance(overrides, Mapping):
@@ -56,7 +56,7 @@ def _summary_model(summary: Mapping[str, Any]) -> str | None:
 def summary_model_note(summary: Mapping[str, Any]) -> str | None:
     """The sentence naming the summaries' model, or ``None`` when no strategy summarised."""
     strategies = summary_strategies_run(summary)
-    model = _summary_model(summary) if strategies else None
+    model = summary_model(summary) if strategies else None
     if model is None:
         return None
     names = ", ".join(strategies)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..locomo import DRAGON, MEM0_TOKENS
-from .charts import Chart, new_figure, save_figure
+from .figures import Chart, new_figure, save_figure
 
 __all__ = ["LOCOMO_CHART", "REAL_DATA_FILES", "locomo_chart", "real_data_html", "real_data_md"]
 

@@ -1,0 +1,60 @@
+"""``report.md``: the report's parts (:class:`.parts.ReportParts`) as Markdown."""
+
+from __future__ import annotations
+
+from .baseline import baseline_md
+from .figures import Chart
+from .parts import HEADLINE_NOTE, SUITE_NOTE, ReportParts
+from .tables import md_table
+
+__all__ = ["CHARTS_DIR", "report_markdown"]
+
+CHARTS_DIR = "charts"
+
+
+def _figure(chart: Chart, heading: bool) -> str:
+    image = f"![{chart.title}]({CHARTS_DIR}/{chart.path.name})\n\n{chart.caption}"
+    return f"### {chart.title}\n\n{image}" if heading else image
+
+
+def _recommendation(parts: ReportParts) -> str:
+    reco = parts.recommendation
+    lines = [f"**{reco.headline}**" if reco.pick else reco.headline, ""]
+    lines += [f"- {line}" for line in reco.details]
+    if reco.caveats:
+        lines += ["", "Caveats:", ""] + [f"- {line}" for line in reco.caveats]
+    return "\n".join(lines).strip()
+
+
+def report_markdown(parts: ReportParts) -> str:
+    """The whole ``report.md`` (without the real-data section, appended by the caller)."""
+    frontier = [
+        "## Cost vs accuracy frontier",
+        parts.frontier_note,
+        *([_figure(parts.frontier_chart, False)] if parts.frontier_chart else []),
+        md_table(parts.frontier),
+        parts.frontier_reading,
+    ]
+    sections = [
+        "# memctx evaluation report",
+        *([parts.title] if parts.title else []),
+        "## Recommendation",
+        _recommendation(parts),
+        "## All suites",
+        HEADLINE_NOTE,
+        md_table(parts.headline),
+        "\n\n".join(parts.notes),
+        *([baseline_md(parts.baseline)] if parts.baseline else []),
+        "## Recall accuracy by suite",
+        SUITE_NOTE,
+        md_table(parts.by_suite),
+        "## Checks",
+        "\n".join(f"- **{c.verdict}**: {c.text}" for c in parts.checks),
+        *frontier,
+        "## Charts",
+        "\n\n".join(_figure(c, True) for c in parts.charts) or parts.chart_note,
+        "## Provenance",
+        "\n".join(f"- {line}" for line in parts.provenance),
+        md_table(parts.scenarios),
+    ]
+    return "\n\n".join(s for s in sections if s) + "\n"
