@@ -60,7 +60,22 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a small generated set (every suite, hash only unless --embedding): under a minute",
     )
-    parser.add_argument("--jobs", type=int, help="worker processes (default: CPU count)")
+    parser.add_argument(
+        "--jobs", type=int, help="worker processes, or Ray actors (default: CPU count)"
+    )
+    parser.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="where the jobs run: local (this machine's process pool, the default) or ray "
+        "(a Ray cluster, pip install 'memctx[ray]'); the results are the same",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="with --executor ray: the cluster to join (ray start --head prints it; default: "
+        "start a local Ray with --jobs CPUs)",
+    )
     parser.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
     )
@@ -69,6 +84,20 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--llm", metavar="MODEL", help="answer and judge probes with this litellm model"
+    )
+    parser.add_argument(
+        "--llm-concurrency",
+        type=int,
+        metavar="N",
+        help="with --llm: calls in flight at once per provider, across every worker "
+        "(default 4); rate limits and transient errors are retried with jittered backoff",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="with --llm: stop before a call that could take the run's spend over USD; the "
+        "summary covers the jobs done and the exit status is 1",
     )
     parser.add_argument(
         "--answer-model",
@@ -113,8 +142,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RUN_DIR",
         help="complete a run that stopped (killed, crashed, interrupted): its finished jobs "
         "are kept, the others run, and the summary is the one an uninterrupted run writes; "
-        "the run's own options are used (only --jobs, --no-progress, --no-report, "
-        "--baseline and --fail-on may be given with it)",
+        "the run's own options are used (only --jobs, --executor, --ray-address, "
+        "--no-progress, --no-report, --baseline and --fail-on may be given with it)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
@@ -177,6 +206,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
     if args.jobs is not None:
         positive("--jobs", args.jobs)
         kwargs["jobs"] = args.jobs
+    kwargs.update(_llm_limits(args, llm=args.llm))
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not out.is_dir():
         raise OptionError(f"--out {out} is a file; pass a folder for the run directory")
@@ -195,8 +225,30 @@ def options_from_args(args: argparse.Namespace) -> Any:
         answer_model=args.answer_model,
         progress=not args.no_progress,
         plugins=tuple(args.plugin or ()),
+        executor=args.executor,
+        ray_address=args.ray_address,
         **kwargs,
     )
+
+
+def _llm_limits(args: argparse.Namespace, *, llm: str | None) -> dict[str, Any]:
+    """``--llm-concurrency`` and ``--max-cost`` as EvalOptions fields (checked: they need a
+    model, a concurrency of 1 or more and a budget above 0)."""
+    out: dict[str, Any] = {}
+    for flag, name, value in (
+        ("--llm-concurrency", "llm_concurrency", getattr(args, "llm_concurrency", None)),
+        ("--max-cost", "max_cost", getattr(args, "max_cost", None)),
+    ):
+        if value is None:
+            continue
+        if not llm:
+            raise OptionError(f"{flag} needs --llm MODEL (it limits the real model's calls)")
+        if name == "llm_concurrency" and value < 1:
+            raise OptionError(f"--llm-concurrency must be 1 or more, got {value}")
+        if name == "max_cost" and not value > 0:  # NaN too
+            raise OptionError(f"--max-cost must be a positive amount of USD, got {value}")
+        out[name] = value
+    return out
 
 
 REAL_COMPACTIONS = "claude-code"
@@ -324,12 +376,15 @@ def _resumed(args: argparse.Namespace) -> Any:
     folder = Path(args.resume)
     plan = read_plan(folder)
     extra: dict[str, Any] = {"jobs": args.jobs} if args.jobs else {}
+    extra.update(_llm_limits(args, llm=plan["options"].get("llm")))
     return EvalOptions(
         **plan["options"],
         out_dir=folder,
         run_id=plan["run"],
         resume=True,
         progress=not args.no_progress,
+        executor=args.executor,
+        ray_address=args.ray_address,
         **extra,
     )
 
@@ -385,9 +440,20 @@ def _sweep(args: argparse.Namespace, options: Any) -> int:
     from memctx.harness.report import write_report
 
     key, values = parse_sweep(args.sweep)
-    after = None if args.no_report else (lambda run_dir: write_report(run_dir) and None)
+
+    def report(run_dir: Path) -> None:
+        if not args.no_report:
+            write_report(run_dir)
+
     try:
-        folder, points = run_sweep(options, key, values, after_each=after)
+        folder, points = run_sweep(options, key, values, after_each=report)
+        if not args.no_report:
+            from memctx.harness.report import sweep_chart
+
+            chart = sweep_chart(points, key, folder)
+            with (folder / "sweep.md").open("a", encoding="utf-8") as md:
+                md.write(f"\n![{chart.title}]({chart.path.name})\n\n{chart.caption}\n")
+            print(f"chart: {chart.path}")
     except (EvalError, MemctxError, ValueError) as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -415,7 +481,7 @@ def finish_eval(
 
     summary = upgrade_summary(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
     if not no_report:
-        write_report(run_dir)
+        write_report(run_dir, baseline=baseline)
     probes = load_probes(run_dir)
     print(format_terminal_table(summary, probes))
     spent = summary["timing"].get("strategy_s", {})
@@ -424,6 +490,22 @@ def finish_eval(
         print(f"\nworker time per strategy: {parts}")
     print(f"\nrun directory: {run_dir}  ({summary['timing']['wall_s']} s)")
     status = 0
+    llm = summary["timing"].get("llm")
+    if llm:
+        print(
+            f"LLM calls: {llm['calls']} sent, {llm['retries']} retried, {llm['cache_hits']} "
+            f"from the cache, ${llm['spent_usd']:.4f} spent (at most {llm['concurrency']} "
+            "at once per provider)"
+        )
+    budget = summary.get("budget")
+    if budget:
+        from memctx.harness import budget_line
+
+        if budget.get("stopped"):
+            print(f"memctx: {budget_line(budget)}", file=sys.stderr)
+            status = 1
+        else:
+            print(budget_line(budget))
     violations = sum(r.get("violations", 0) for r in summary["pooled"])
     if violations:
         print(f"FAIL: {violations} invariant violation(s); see report.md", file=sys.stderr)

@@ -51,6 +51,11 @@ def test_a_sweep_writes_a_run_per_value_and_the_curve(tmp_path: Path) -> None:
     assert "hardCapTokens=60" in table and "hardCapTokens=2000" in table
     assert format_sweep("hardCapTokens", points) in table
     assert json.loads((folder / "sweep.json").read_text())["key"] == "hardCapTokens"
+    from memctx.harness.report import sweep_chart
+
+    chart = sweep_chart(points, "hardCapTokens", folder)
+    assert chart.path == folder / "sweep.png"
+    assert chart.path.read_bytes().startswith(b"\x89PNG") and "hardCapTokens" in chart.caption
 
 
 def test_the_cli_checks_a_sweep_before_any_work(

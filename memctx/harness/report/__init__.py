@@ -7,6 +7,7 @@ numbers, and the deltas against a baseline (``memctx report RUN --baseline X``).
 from __future__ import annotations
 
 from .baseline import BaselineSection, baseline_section
+from .chart_sweep import sweep_chart
 from .checks import Check, run_checks
 from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
 from .intervals import Share, share_of
@@ -51,6 +52,7 @@ __all__ = [
     "run_checks",
     "share_of",
     "suite_table",
+    "sweep_chart",
     "validate_summary",
     "write_report",
 ]
