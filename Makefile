@@ -13,14 +13,14 @@ export TOKENIZERS_PARALLELISM := false
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(STAMP)  ## create .venv and install memctx with all extras
+setup: $(STAMP)  ## create .venv and install memctx with all extras (ray too)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# The local CPU wheel first: otherwise sentence-transformers pulls a CUDA torch.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[transformer,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[transformer,dev,ray]'
 	touch $(STAMP)
 
 test: setup  ## install if needed, then run every test

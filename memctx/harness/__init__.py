@@ -45,7 +45,7 @@ from .compare_render import (
     format_deltas_text,
 )
 from .engine import ScenarioResult, run_scenario
-from .executor import Job, bundles, execute_jobs
+from .executor import EXECUTORS, Executor, Job, LocalExecutor, bundles, execute_jobs, make_executor
 from .explain import ProbeExplanation, explain_probe, format_explanation
 from .frames import RunFrames, load_run, probe_frame
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
@@ -53,6 +53,7 @@ from .journal import JOURNAL, PLAN, JobJournal, job_key, read_plan, write_plan
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
 from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .pooling import pool_records
+from .ray_executor import RAY_INSTALL, RayExecutor, RayUnavailable, require_ray
 from .replay import ReplayReport, format_replay, replay_transcript
 from .run import (
     DEFAULT_DATASETS,
@@ -111,11 +112,13 @@ __all__ = [
     "DEFAULT_FAIL_ON",
     "DEFAULT_STRATEGIES",
     "DELTAS_CSS",
+    "EXECUTORS",
     "HOOK_STRATEGY",
     "JOURNAL",
     "LATEST",
     "NO_EMBEDDING",
     "PLAN",
+    "RAY_INSTALL",
     "RUNS",
     "SHARE_METRICS",
     "STRATEGIES",
@@ -130,10 +133,12 @@ __all__ = [
     "Delta",
     "EvalError",
     "EvalOptions",
+    "Executor",
     "FullStrategy",
     "HandProbe",
     "Job",
     "JobJournal",
+    "LocalExecutor",
     "MemoryContextStrategy",
     "Messages",
     "MetricChange",
@@ -142,6 +147,8 @@ __all__ = [
     "ProbeExplanation",
     "ProbeRow",
     "ProbesError",
+    "RayExecutor",
+    "RayUnavailable",
     "RecordedCompaction",
     "Regression",
     "ReplayReport",
@@ -188,6 +195,7 @@ __all__ = [
     "load_run",
     "load_scenarios",
     "load_suite_scenarios",
+    "make_executor",
     "make_strategy",
     "match_rows",
     "new_run_id",
@@ -205,6 +213,7 @@ __all__ = [
     "register_strategy",
     "replay_trajectories",
     "replay_transcript",
+    "require_ray",
     "run_claude_code_suite",
     "run_dir_for",
     "run_eval",

@@ -1,8 +1,11 @@
 """Running the jobs of an evaluation: one replay per scenario × strategy × embedding × window.
 
-:func:`execute_jobs` runs them in this process (one job, or ``jobs=1``) or on a spawned
-process pool, heaviest first, the transformer jobs of one scenario bundled so one worker
-embeds its messages once; a callback hears of every finished job.
+:func:`execute_jobs` hands the jobs, bundled (:func:`bundles`: heaviest first, the transformer
+jobs of one scenario together so one worker embeds its messages once), to an
+:class:`Executor`: :class:`LocalExecutor` (the default: this process for one job or
+``jobs=1``, else a spawned process pool) or, with ``executor="ray"``,
+:class:`memctx.harness.ray_executor.RayExecutor`. Either way a callback in this process hears
+of every finished job, and the results are the same.
 """
 
 from __future__ import annotations
@@ -16,14 +19,28 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .scenario import Scenario
 
 if TYPE_CHECKING:
     from .run import EvalOptions
 
-__all__ = ["Job", "bundles", "execute_jobs"]
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "Job",
+    "LocalExecutor",
+    "Report",
+    "bundles",
+    "execute_jobs",
+    "make_executor",
+    "run_job",
+    "start_worker",
+]
+
+# The ways to run the jobs (``memctx eval --executor``); ``local`` is the default.
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -57,7 +74,7 @@ class Job:
         return size * (30 if self.embedding == "transformer" else 1)
 
 
-def _start_worker(threads: int, plugins: Sequence[str]) -> None:
+def start_worker(threads: int, plugins: Sequence[str]) -> None:
     """Worker start-up: share the cores, and register the plugins' strategies here too.
 
     torch and numpy's BLAS each start one thread per core in every worker; with two workers
@@ -71,7 +88,7 @@ def _start_worker(threads: int, plugins: Sequence[str]) -> None:
     import_plugins(plugins)
 
 
-def _run_job(job: Job, options: EvalOptions, work_root: str) -> tuple[int, Any, float]:
+def run_job(job: Job, options: EvalOptions, work_root: str) -> tuple[int, Any, float]:
     """Replay one job (runs in a worker process); its index, result and seconds."""
     from .engine import run_scenario
 
@@ -125,36 +142,82 @@ def _run_bundle(
     bundle: list[Job], options: EvalOptions, work_root: str
 ) -> list[tuple[int, Any, float]]:
     """Run a bundle's jobs one after the other (in a worker process)."""
-    return [_run_job(job, options, work_root) for job in bundle]
+    return [run_job(job, options, work_root) for job in bundle]
+
+
+# Hears of each finished job, in the process that runs the evaluation: (job, result, seconds).
+Report = Callable[[Job, Any, float], None]
+
+
+class Executor(Protocol):
+    """Runs bundles of jobs (:func:`bundles`), each bundle's jobs on one worker in order, and
+    calls ``report`` in this process as each job finishes. The jobs, their inputs and their
+    results are the same whatever the executor: only where they run differs."""
+
+    name: str
+
+    def run(self, planned: Sequence[list[Job]], options: EvalOptions, report: Report) -> None:
+        """Run every job of ``planned``; an exception in a job is raised here."""
+        ...
+
+
+class LocalExecutor:
+    """This machine: in this process for ``jobs=1`` (or a single bundle), else a spawned
+    process pool of ``options.jobs`` workers."""
+
+    name = "local"
+
+    def run(self, planned: Sequence[list[Job]], options: EvalOptions, report: Report) -> None:
+        by_index = {job.index: job for bundle in planned for job in bundle}
+        with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
+            if options.jobs <= 1 or len(planned) <= 1:
+                for bundle in planned:
+                    for job in bundle:
+                        _, result, seconds = run_job(job, options, work_root)
+                        report(job, result, seconds)
+                return
+            # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
+            threads = max(1, (os.cpu_count() or 1) // options.jobs)
+            with ProcessPoolExecutor(
+                options.jobs,
+                mp_context=get_context("spawn"),
+                initializer=start_worker,
+                initargs=(threads, options.plugins),
+            ) as pool:
+                futures = [
+                    pool.submit(_run_bundle, bundle, options, work_root) for bundle in planned
+                ]
+                for future in as_completed(futures):
+                    for index, result, seconds in future.result():
+                        report(by_index[index], result, seconds)
+
+
+def make_executor(options: EvalOptions) -> Executor:
+    """The executor ``options.executor`` names (Ray imported only when it is ``"ray"``)."""
+    if options.executor == "ray":
+        from .ray_executor import RayExecutor  # imports ray lazily, when it runs
+
+        return RayExecutor(options.ray_address)
+    if options.executor != "local":
+        raise ValueError(f"unknown executor {options.executor!r}; valid: {', '.join(EXECUTORS)}")
+    return LocalExecutor()
 
 
 def execute_jobs(
-    jobs: list[Job], options: EvalOptions, report: Callable[[Job, Any, float], None]
+    jobs: list[Job],
+    options: EvalOptions,
+    report: Report,
+    executor: Executor | None = None,
 ) -> dict[int, tuple[Any, float]]:
     """Every job's result and its own run time in seconds, by job index; ``report`` hears of
-    each job as it finishes (job, result, seconds)."""
+    each job as it finishes (job, result, seconds). ``executor`` defaults to
+    :func:`make_executor`'s for ``options``."""
     results: dict[int, tuple[Any, float]] = {}
-    by_index = {job.index: job for job in jobs}
-    planned = bundles(jobs)
-    with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
-        if options.jobs <= 1 or len(planned) <= 1:
-            for bundle in planned:
-                for job in bundle:
-                    index, result, seconds = _run_job(job, options, work_root)
-                    results[index] = (result, seconds)
-                    report(job, result, seconds)
-            return results
-        # spawn, not fork: torch and litellm start threads that a fork would copy half-way.
-        threads = max(1, (os.cpu_count() or 1) // options.jobs)
-        with ProcessPoolExecutor(
-            options.jobs,
-            mp_context=get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(threads, options.plugins),
-        ) as pool:
-            futures = [pool.submit(_run_bundle, bundle, options, work_root) for bundle in planned]
-            for future in as_completed(futures):
-                for index, result, seconds in future.result():
-                    results[index] = (result, seconds)
-                    report(by_index[index], result, seconds)
+
+    def collect(job: Job, result: Any, seconds: float) -> None:
+        results[job.index] = (result, seconds)
+        report(job, result, seconds)
+
+    if jobs:
+        (executor or make_executor(options)).run(bundles(jobs), options, collect)
     return results

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .executor import Job, execute_jobs
+from .executor import EXECUTORS, Job, execute_jobs
 from .journal import JobJournal, read_plan, write_plan
 from .progress import EtaEstimator, format_progress
 from .provenance import provenance, scenarios_digest
@@ -94,6 +94,11 @@ class EvalOptions:
         seed: Seed of the generator (quick mode) and of the bootstrap.
         answer_model: litellm model whose prices give ``cost_usd``.
         progress: Print one line per finished job on stderr.
+        executor: Where the jobs run: ``"local"`` (this machine's process pool) or ``"ray"``
+            (:mod:`memctx.harness.ray_executor`; needs ``memctx[ray]``). Not part of the
+            config: the results are the same.
+        ray_address: The Ray cluster to run on (``HOST:6379``); ``None`` starts a local one
+            with ``jobs`` CPUs.
         plugins: Modules imported before planning and in every worker (they register
             strategies with :func:`memctx.harness.strategies.base.register_strategy`).
     """
@@ -115,11 +120,14 @@ class EvalOptions:
     answer_model: str = "claude-sonnet-4-5"
     progress: bool = True
     plugins: tuple[str, ...] = ()
+    executor: str = "local"
+    ray_address: str | None = None
 
     def config_json(self) -> dict[str, Any]:
         data = asdict(self)
         for key in (
-            "out_dir", "reports_dir", "run_id", "resume", "datasets_dir", "progress", "jobs"
+            "out_dir", "reports_dir", "run_id", "resume", "datasets_dir", "progress", "jobs",
+            "executor", "ray_address",
         ):  # fmt: skip
             data.pop(key)
         data["overrides"] = dict(self.overrides)
@@ -233,6 +241,7 @@ def validate_options(options: EvalOptions) -> dict[str, str]:
     from .gen.generate import SUITES
     from .strategies import STRATEGIES, parse_strategy
 
+    _check_executor(options)
     import_plugins(options.plugins)
     unknown = [s for s in options.strategies if s.partition(":")[0] not in STRATEGIES]
     if unknown:
@@ -255,6 +264,20 @@ def validate_options(options: EvalOptions) -> dict[str, str]:
     if missing:
         raise EvalError(f"unknown suite(s) {missing}; valid: {', '.join(sorted(known))}")
     return names
+
+
+def _check_executor(options: EvalOptions) -> None:
+    if options.executor not in EXECUTORS:
+        raise EvalError(f"unknown executor {options.executor!r}; valid: {', '.join(EXECUTORS)}")
+    if options.ray_address is not None and options.executor != "ray":
+        raise EvalError("--ray-address needs --executor ray")
+    if options.executor == "ray":
+        from .ray_executor import RayUnavailable, require_ray
+
+        try:
+            require_ray()
+        except RayUnavailable as exc:
+            raise EvalError(str(exc)) from None
 
 
 def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[Job]:
