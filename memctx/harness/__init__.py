@@ -50,6 +50,7 @@ from .explain import ProbeExplanation, explain_probe, format_explanation
 from .frames import RunFrames, load_run, probe_frame
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
 from .journal import JOURNAL, PLAN, JobJournal, job_key, read_plan, write_plan
+from .llm_runs import budget_line, budget_section, llm_timing, run_limits
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
 from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .pooling import pool_records
@@ -168,6 +169,8 @@ __all__ = [
     "all_records",
     "beyond_noise",
     "bootstrap_ci",
+    "budget_line",
+    "budget_section",
     "bundles",
     "call_cost",
     "check_gate",
@@ -191,6 +194,7 @@ __all__ = [
     "format_sweep",
     "format_trajectory_table",
     "job_key",
+    "llm_timing",
     "load_hand_probes",
     "load_run",
     "load_scenarios",
@@ -217,6 +221,7 @@ __all__ = [
     "run_claude_code_suite",
     "run_dir_for",
     "run_eval",
+    "run_limits",
     "run_scenario",
     "run_sweep",
     "share_interval",

@@ -5,6 +5,11 @@ deterministic, and an upper bound on what a model could answer. With ``--llm`` t
 also answers each probe from the context it would receive, and the same model judges the
 answer against the expected aliases, so a report can show how much of what is present is
 actually used. Both calls go through :class:`~memctx.llm.client.LLMClient` (cache, usage, cost).
+
+Inside a run (:func:`memctx.harness.run.run_eval`) the client takes the run's
+:class:`~memctx.llm.CallLimits` from the environment: concurrency slots per provider, the
+spend ledger and its budget, retries with jittered backoff, and the response cache shared by
+every worker instead of one per job.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memctx.llm import LLMClient
+from memctx.llm import CallLimits, LLMClient
 from memctx.messages import inspect_message, token_text
 
 from .scenario import Probe
@@ -39,9 +44,28 @@ class ProbeJudge:
 
     @classmethod
     def create(cls, llm: Any, cache_dir: Path) -> ProbeJudge:
-        """From a litellm model string (a cached :class:`LLMClient`) or a ready client."""
+        """From a litellm model string (a cached :class:`LLMClient`) or a ready client.
+
+        A model string inside a run gets the run's limits (:meth:`CallLimits.from_env`) and
+        its shared cache; ``cache_dir`` is used outside a run.
+
+        Raises:
+            BudgetExceeded: The run has stopped at its budget: this job is not started.
+        """
         if isinstance(llm, str):
-            return cls(LLMClient(llm, cache_dir=cache_dir))
+            limits = CallLimits.from_env()
+            if limits is None:
+                return cls(LLMClient(llm, cache_dir=cache_dir))
+            limits.ledger().check()
+            return cls(
+                LLMClient(
+                    llm,
+                    cache_dir=limits.cache_dir or cache_dir,
+                    max_retries=limits.max_retries,
+                    retry_backoff_s=limits.retry_backoff_s,
+                    limits=limits,
+                )
+            )
         if not hasattr(llm, "complete"):
             raise TypeError("llm must be a litellm model string or an object with complete()")
         return cls(llm)

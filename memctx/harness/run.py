@@ -25,8 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memctx.llm import BudgetExceeded, limits_environment
+
 from .executor import EXECUTORS, Job, execute_jobs
 from .journal import JobJournal, read_plan, write_plan
+from .llm_runs import budget_section, clear_limits, llm_timing, run_limits
 from .progress import EtaEstimator, format_progress
 from .provenance import provenance, scenarios_digest
 from .runs import RUNS, config_label, new_run_id, point_latest
@@ -101,6 +104,13 @@ class EvalOptions:
             with ``jobs`` CPUs.
         plugins: Modules imported before planning and in every worker (they register
             strategies with :func:`memctx.harness.strategies.base.register_strategy`).
+        llm_concurrency: With ``llm``: calls in flight at once per provider, across every
+            worker (:mod:`memctx.harness.llm_runs`). Not part of the config.
+        max_cost: With ``llm``: the budget in USD; the run stops before a call that could
+            exceed it, the summary covering the jobs done (``summary["budget"]``). Not part
+            of the config: it does not change the records of the jobs that finished.
+        llm_retries: With ``llm``: extra attempts after a rate limit or a transient error.
+        llm_backoff_s: With ``llm``: the first backoff delay (doubling, jittered).
     """
 
     suites: tuple[str, ...] = ()
@@ -120,6 +130,10 @@ class EvalOptions:
     answer_model: str = "claude-sonnet-4-5"
     progress: bool = True
     plugins: tuple[str, ...] = ()
+    llm_concurrency: int = 4
+    max_cost: float | None = None
+    llm_retries: int = 5
+    llm_backoff_s: float = 1.0
     executor: str = "local"
     ray_address: str | None = None
 
@@ -131,6 +145,8 @@ class EvalOptions:
         ):  # fmt: skip
             data.pop(key)
         data["overrides"] = dict(self.overrides)
+        for key in ("llm_concurrency", "max_cost", "llm_retries", "llm_backoff_s"):
+            data.pop(key)  # how a real model is called, not what the run measures
         return data
 
     def label(self) -> str:
@@ -243,6 +259,7 @@ def validate_options(options: EvalOptions) -> dict[str, str]:
 
     _check_executor(options)
     import_plugins(options.plugins)
+    _check_llm_limits(options)
     unknown = [s for s in options.strategies if s.partition(":")[0] not in STRATEGIES]
     if unknown:
         raise EvalError(f"unknown strategy {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
@@ -278,6 +295,15 @@ def _check_executor(options: EvalOptions) -> None:
             require_ray()
         except RayUnavailable as exc:
             raise EvalError(str(exc)) from None
+
+
+def _check_llm_limits(options: EvalOptions) -> None:
+    if options.llm_concurrency < 1:
+        raise EvalError(f"--llm-concurrency must be 1 or more, got {options.llm_concurrency}")
+    if options.max_cost is not None and not options.max_cost > 0:
+        raise EvalError(f"--max-cost must be a positive amount of USD, got {options.max_cost}")
+    if options.llm_retries < 0 or options.llm_backoff_s < 0:
+        raise EvalError("llm_retries and llm_backoff_s must be 0 or more")
 
 
 def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[Job]:
@@ -337,9 +363,11 @@ def run_eval(options: EvalOptions) -> Path:
             job.weight(), job.embedding == "transformer", seconds, f"{job.strategy}/{job.embedding}"
         )
     clock_start = time.perf_counter()
+    landed: dict[int, tuple[Any, float]] = {}
 
     def report(job: Job, result: Any, seconds: float) -> None:
         journal.append(job, result, seconds)
+        landed[job.index] = (result, seconds)
         finished.add(job.index)
         estimator.add(job.weight(), job.heavy, seconds, job.group)
         if not options.progress:
@@ -352,14 +380,20 @@ def run_eval(options: EvalOptions) -> Path:
 
     if done and options.progress:
         print(f"resuming {out}: {len(done)} of {len(jobs)} jobs done", file=sys.stderr)
+    limits = run_limits(options, out)
+    stopped: str | None = None  # why the run stopped at its budget
     try:
-        done.update(execute_jobs([j for j in jobs if j.index not in done], options, report))
+        with limits_environment(limits):
+            done.update(execute_jobs([j for j in jobs if j.index not in done], options, report))
+    except BudgetExceeded as exc:
+        stopped = str(exc)
+        done.update(landed)  # the jobs that finished before it: the summary covers those
     finally:
         journal.close()
-    ordered = [(job, done[job.index][0]) for job in jobs]
+    ordered = [(job, done[job.index][0]) for job in jobs if job.index in done]
     # Worker seconds per strategy × embedding: what each configuration costs to measure.
     by_strategy: dict[str, float] = {}
-    for job in jobs:
+    for job, _ in ordered:
         by_strategy[job.group] = by_strategy.get(job.group, 0.0) + done[job.index][1]
     records = aggregate(
         [(job.suite, job.strategy, job.embedding, result) for job, result in ordered],
@@ -375,7 +409,7 @@ def run_eval(options: EvalOptions) -> Path:
         out / "trace.jsonl", ({**tag, **c.to_json()} for _, res in ordered for c in res.calls)
     )
     tagged = [{**tag, **record} for record in records]
-    summary = {
+    summary: dict[str, Any] = {
         "schema": SUMMARY_SCHEMA,
         "run": run_id,
         "config_label": label,
@@ -391,11 +425,17 @@ def run_eval(options: EvalOptions) -> Path:
             "strategy_s": {key: round(value, 1) for key, value in by_strategy.items()},
         },
     }
+    if limits is not None:
+        summary["timing"]["llm"] = llm_timing(limits)
+        if options.max_cost is not None:
+            summary["budget"] = budget_section(limits, stopped, len(done), len(jobs))
+        clear_limits(limits)
     (out / "summary.json").write_text(
         json.dumps(summary, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
         encoding="utf-8",
     )
-    journal.close(remove=True)  # summary.json is written: the run is complete
+    if stopped is None:  # else the journal stays: --resume completes the run
+        journal.close(remove=True)  # summary.json is written: the run is complete
     if out.resolve().parent == (options.reports_dir / RUNS).resolve():
         point_latest(options.reports_dir, out)
     return out

@@ -1,7 +1,9 @@
 """Every LLM call memctx makes: one litellm client with retries, usage and cost from
 litellm's price table, and a sha256-keyed disk cache of responses. memctx's own models
-(``memctx/offline``) register themselves here (:func:`register_local_provider`). Prices
-are read here and nowhere else: :func:`prices_for` (per-token prices of a model) and
+(``memctx/offline``) register themselves here (:func:`register_local_provider`). The calls
+of one run share concurrency slots per provider, a spend ledger with a budget and a response
+cache across worker processes (:class:`CallLimits`, :mod:`memctx.llm.limits`). Prices are
+read here and nowhere else: :func:`prices_for` (per-token prices of a model) and
 :func:`price_completion` (the cost of one call) share one lookup, :func:`price_name`.
 
 May import: the foundations and :mod:`memctx.retrieval`.
@@ -27,28 +29,48 @@ from .client import (
     task_marker,
     task_of,
 )
+from .limits import (
+    LIMITS_ENV,
+    BudgetExceeded,
+    CallLimits,
+    ProviderSlots,
+    SpendLedger,
+    backoff_delay,
+    estimate_call_cost,
+    limits_environment,
+    provider_of,
+)
 from .prices import Prices, price_completion, price_name, prices_for
 from .usage import LLMUsage, TaskUsage, UsageRecorder, read_response
 
 __all__ = [
     "CACHE_DIRNAME",
     "CACHE_FORMAT_VERSION",
+    "LIMITS_ENV",
     "OFFLINE_MODEL",
+    "BudgetExceeded",
     "CachedResponse",
+    "CallLimits",
     "LLMClient",
     "LLMError",
     "LLMResponse",
     "LLMUsage",
     "Prices",
+    "ProviderSlots",
     "ResponseCache",
+    "SpendLedger",
     "TaskUsage",
     "UsageRecorder",
+    "backoff_delay",
     "cache_key",
     "default_cache_dir",
+    "estimate_call_cost",
     "is_offline_model",
+    "limits_environment",
     "price_completion",
     "price_name",
     "prices_for",
+    "provider_of",
     "read_response",
     "register_local_provider",
     "task_marker",

@@ -17,6 +17,7 @@ should not pay for it.
 from __future__ import annotations
 
 import os
+import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,7 @@ from memctx.errors import MemctxError
 from memctx.messages import message_text
 
 from .cache import CachedResponse, ResponseCache, cache_key
+from .limits import CallLimits, backoff_delay, estimate_call_cost, provider_of
 from .prices import price_completion
 from .usage import LLMUsage, TaskUsage, UsageRecorder, read_response
 
@@ -182,9 +184,18 @@ class LLMClient:
         timeout_s: Per-attempt timeout passed to litellm.
         max_retries: Extra attempts after a transient failure (rate limit, timeout,
             connection, 5xx), with exponential backoff. The offline model is never retried.
-        retry_backoff_s: First backoff delay; doubles each retry.
+        retry_backoff_s: First backoff delay; doubles each retry, times a jitter in
+            [0.5, 1.5) (:func:`memctx.llm.limits.backoff_delay`).
         completion: The completion function; ``None`` means ``litellm.completion``. Tests
             pass a scripted callable taking litellm's keyword arguments.
+        limits: What this client shares with the other workers of a run
+            (:class:`~memctx.llm.limits.CallLimits`): each real attempt holds one of the
+            provider's concurrency slots while in flight (never while backing off), and
+            reserves an estimate of its cost in the run's spend ledger first, raising
+            :class:`~memctx.llm.limits.BudgetExceeded` instead of sending a call that could
+            exceed the budget. Retries and cache hits are counted in the ledger too. The
+            offline model is not limited.
+        retry_seed: Seed of the backoff jitter (``limits.seed`` when limits are given).
 
     The client is thread-safe: background extraction and compaction may share one.
     """
@@ -200,6 +211,8 @@ class LLMClient:
         max_retries: int = 2,
         retry_backoff_s: float = 1.0,
         completion: Callable[..., Any] | None = None,
+        limits: CallLimits | None = None,
+        retry_seed: int = 0,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("LLMClient needs a litellm model string, e.g. 'memctx/offline'")
@@ -214,6 +227,11 @@ class LLMClient:
         self._cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self._completion = completion
         self._usage = UsageRecorder()
+        self._limits = None if limits is None or is_offline_model(model) else limits
+        self._slots = self._limits.slots() if self._limits is not None else None
+        self._ledger = self._limits.ledger() if self._limits is not None else None
+        self._rng = random.Random(limits.seed if limits is not None else retry_seed)
+        self._provider: str | None = None
 
     @property
     def is_offline(self) -> bool:
@@ -276,6 +294,8 @@ class LLMClient:
             )
             hit = self._cache.get(key)
             if hit is not None:
+                if self._ledger is not None:
+                    self._ledger.count(cache_hits=1)
                 return self._from_cache(hit, task)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -292,12 +312,21 @@ class LLMClient:
             "mock_response": mock_response,
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
-        raw = self._call(kwargs, task)
+        estimate = 0.0
+        if self._ledger is not None:
+            estimate = estimate_call_cost(self.model, sent, max_tokens)
+        raw = self._call(kwargs, task, estimate)
+        billed: float | None = None
         try:
             text, prompt_tokens, completion_tokens = read_response(raw, sent)
+            cost, priced = price_completion(self.model, raw, prompt_tokens, completion_tokens)
+            billed = cost
         except ValueError as exc:
             raise self._failure(task, f"returned {exc}") from exc
-        cost, priced = price_completion(self.model, raw, prompt_tokens, completion_tokens)
+        finally:
+            if self._ledger is not None:
+                # An unreadable reply was still sent and probably billed: count the estimate.
+                self._ledger.settle(estimate, estimate if billed is None else billed)
         result = LLMResponse(
             text=text,
             model=self.model,
@@ -339,7 +368,10 @@ class LLMClient:
             sent.insert(0, {"role": "system", "content": task_marker(task)})
         return sent
 
-    def _call(self, kwargs: dict[str, Any], task: str) -> Any:
+    def _call(self, kwargs: dict[str, Any], task: str, estimate: float = 0.0) -> Any:
+        """The raw reply, retried on transient errors. Under limits, each attempt reserves
+        ``estimate`` first (left reserved on success: :meth:`complete` settles it) and holds a
+        provider slot while in flight."""
         completion = self._completion
         if self.is_offline:
             install = _LOCAL_INSTALLERS.get(_OFFLINE_PROVIDER)
@@ -356,12 +388,23 @@ class LLMClient:
         # A deterministic model gives the same failure again: no point retrying it.
         attempts = 1 if self.is_offline else self.max_retries + 1
         for attempt in range(attempts):
+            if self._ledger is not None:
+                self._ledger.reserve(estimate)  # BudgetExceeded: the call is not sent
             try:
-                return completion(**kwargs)
+                if self._slots is None:
+                    return completion(**kwargs)
+                if self._provider is None:
+                    self._provider = provider_of(self.model)
+                with self._slots.slot(self._provider):
+                    return completion(**kwargs)
             except Exception as exc:
-                if attempt + 1 < attempts and _is_transient(exc):
+                retry = attempt + 1 < attempts and _is_transient(exc)
+                if self._ledger is not None:
+                    self._ledger.settle(estimate, None)  # a refused call is not billed
+                    self._ledger.count(**({"retries": 1} if retry else {"failures": 1}))
+                if retry:
                     self._count(task, retries=1, calls=0)
-                    time.sleep(self.retry_backoff_s * (2**attempt))
+                    time.sleep(backoff_delay(attempt, self.retry_backoff_s, self._rng))
                     continue
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise self._failure(
