@@ -143,7 +143,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="complete a run that stopped (killed, crashed, interrupted): its finished jobs "
         "are kept, the others run, and the summary is the one an uninterrupted run writes; "
         "the run's own options are used (only --jobs, --executor, --ray-address, "
-        "--no-progress, --no-report, --baseline and --fail-on may be given with it)",
+        "--llm-concurrency, --max-cost, --no-progress, --no-report, --baseline and --fail-on "
+        "may be given with it)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")

@@ -88,7 +88,8 @@ def budget_section(
         "jobs_done": jobs_done,
         "jobs_planned": jobs_planned,
         "stopped": stopped is not None,
-        "reason": stopped,
+        # The ledger's own words: an executor may wrap the exception (Ray adds a traceback).
+        "reason": (state.get("reason") or stopped) if stopped is not None else None,
     }
 
 

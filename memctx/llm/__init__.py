@@ -39,6 +39,7 @@ from .limits import (
     estimate_call_cost,
     limits_environment,
     provider_of,
+    retry_after_s,
 )
 from .prices import Prices, price_completion, price_name, prices_for
 from .usage import LLMUsage, TaskUsage, UsageRecorder, read_response
@@ -73,6 +74,7 @@ __all__ = [
     "provider_of",
     "read_response",
     "register_local_provider",
+    "retry_after_s",
     "task_marker",
     "task_of",
 ]

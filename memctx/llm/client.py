@@ -29,7 +29,7 @@ from memctx.errors import MemctxError
 from memctx.messages import message_text
 
 from .cache import CachedResponse, ResponseCache, cache_key
-from .limits import CallLimits, backoff_delay, estimate_call_cost, provider_of
+from .limits import CallLimits, backoff_delay, estimate_call_cost, provider_of, retry_after_s
 from .prices import price_completion
 from .usage import LLMUsage, TaskUsage, UsageRecorder, read_response
 
@@ -185,7 +185,8 @@ class LLMClient:
         max_retries: Extra attempts after a transient failure (rate limit, timeout,
             connection, 5xx), with exponential backoff. The offline model is never retried.
         retry_backoff_s: First backoff delay; doubles each retry, times a jitter in
-            [0.5, 1.5) (:func:`memctx.llm.limits.backoff_delay`).
+            [0.5, 1.5) (:func:`memctx.llm.limits.backoff_delay`), or longer when the
+            provider's reply says how long to wait (``Retry-After``).
         completion: The completion function; ``None`` means ``litellm.completion``. Tests
             pass a scripted callable taking litellm's keyword arguments.
         limits: What this client shares with the other workers of a run
@@ -404,7 +405,9 @@ class LLMClient:
                     self._ledger.count(**({"retries": 1} if retry else {"failures": 1}))
                 if retry:
                     self._count(task, retries=1, calls=0)
-                    time.sleep(backoff_delay(attempt, self.retry_backoff_s, self._rng))
+                    delay = backoff_delay(attempt, self.retry_backoff_s, self._rng)
+                    # A provider that says how long to wait (Retry-After) is waited for.
+                    time.sleep(max(delay, retry_after_s(exc) or 0.0))
                     continue
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise self._failure(

@@ -48,6 +48,7 @@ __all__ = [
     "estimate_call_cost",
     "limits_environment",
     "provider_of",
+    "retry_after_s",
 ]
 
 LIMITS_ENV = "MEMCTX_LLM_LIMITS"
@@ -171,6 +172,21 @@ def backoff_delay(attempt: int, base_s: float, rng: random.Random) -> float:
     return float(min(_MAX_BACKOFF_S, base_s * 2.0**attempt * (0.5 + rng.random())))
 
 
+def retry_after_s(exc: BaseException) -> float | None:
+    """The seconds a provider asked to wait (a ``Retry-After`` header of seconds on the
+    exception's response, as litellm's errors carry it), at most 60; ``None`` when absent."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        seconds = float(value) if value is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if seconds is None or not seconds >= 0:
+        return None
+    return min(_MAX_BACKOFF_S, seconds)
+
+
 def estimate_call_cost(model: str, messages: Sequence[Any], max_tokens: int | None) -> float:
     """A reserve estimate of one call's cost in USD: its prompt at ``ceil(len/3)`` tokens
     (more than a provider's tokenizer counts for prose) and ``max_tokens`` of output, at
@@ -231,6 +247,7 @@ _EMPTY: dict[str, Any] = {
     "cache_hits": 0,
     "failures": 0,
     "stopped": False,
+    "reason": None,
 }
 
 
@@ -251,7 +268,7 @@ class SpendLedger:
 
     def snapshot(self) -> dict[str, Any]:
         """The counters now: ``spent_usd``, ``reserved_usd``, ``calls``, ``retries``,
-        ``cache_hits``, ``failures``, ``stopped``."""
+        ``cache_hits``, ``failures``, ``stopped`` and its ``reason``."""
         with self._lock:
             return self._read()
 
@@ -272,9 +289,11 @@ class SpendLedger:
             state = self._read()
             total = state["spent_usd"] + state["reserved_usd"] + estimate
             if state["stopped"] or (self.limit_usd is not None and total > self.limit_usd):
-                state["stopped"] = True
-                self._write(state)
-                raise BudgetExceeded(self._message(state, estimate))
+                message = self._message(state, estimate)
+                if not state["stopped"]:  # the first refusal is the reason the run stopped
+                    state["stopped"], state["reason"] = True, message
+                    self._write(state)
+                raise BudgetExceeded(message)
             state["reserved_usd"] += estimate
             self._write(state)
 

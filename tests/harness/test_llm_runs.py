@@ -90,6 +90,7 @@ def test_max_cost_stops_the_run_before_the_budget(
     assert budget["limit_usd"] == 0.05
     assert 0 < budget["spent_usd"] <= 0.05
     assert budget["jobs_done"] < budget["jobs_planned"]
+    assert budget["reason"].startswith("stopped before exceeding the cost budget of $0.0500")
     # The summary covers the jobs done; the journal stays for --resume.
     done = {p["scenario"] for p in _probes(out)}
     assert len(done) == budget["jobs_done"]

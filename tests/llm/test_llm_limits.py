@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,37 @@ def test_without_retries_a_rate_limit_fails_the_call(tmp_path: Path) -> None:
     client = LLMClient("gpt-4o", completion=model, max_retries=0, retry_backoff_s=0)
     with pytest.raises(LLMError, match="RateLimitError"):
         client.complete(MESSAGES, task="t")
+
+
+def _rate_limit(retry_after: str | None) -> Exception:
+    import httpx
+
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    response = httpx.Response(429, headers=headers, request=httpx.Request("POST", "https://x"))
+    return litellm.RateLimitError("429", llm_provider="openai", model="gpt-4o", response=response)
+
+
+def test_a_retry_after_header_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memctx.llm import retry_after_s
+
+    assert retry_after_s(_rate_limit("7")) == 7.0
+    assert retry_after_s(_rate_limit("3600")) == 60.0
+    assert retry_after_s(_rate_limit(None)) is None
+    assert retry_after_s(_rate_limit("Wed, 21 Oct 2015 07:28:00 GMT")) is None
+    assert retry_after_s(ValueError("no response")) is None
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    errors = [_rate_limit("7"), _rate_limit(None)]
+
+    def model(**kwargs: Any) -> _Reply:
+        if errors:
+            raise errors.pop(0)
+        return _Reply("ok")
+
+    client = LLMClient("gpt-4o", completion=model, max_retries=2, retry_backoff_s=0.001)
+    assert client.complete(MESSAGES, task="t").text == "ok"
+    assert waits[0] == 7.0  # the provider's word, not the 1 ms backoff
+    assert waits[1] < 0.01  # no header: the jittered backoff
 
 
 def test_backoff_is_exponential_with_seeded_jitter() -> None:
@@ -219,6 +251,7 @@ def test_the_ledger_refuses_a_call_that_could_exceed_the_budget(tmp_path: Path) 
     assert state["spent_usd"] == pytest.approx(0.3)
     assert state["reserved_usd"] == pytest.approx(0.0)
     assert state["stopped"] is True
+    assert state["reason"].startswith("stopped before exceeding the cost budget of $1.0000")
 
 
 def test_budget_stops_the_client_before_the_call_is_sent(tmp_path: Path) -> None:
