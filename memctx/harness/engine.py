@@ -246,7 +246,6 @@ class _Replay:
             )
         )
 
-
     def capture(
         self, probe: Probe, transcript: Messages, prepared: Prepared, sent: int, events: list[str]
     ) -> None:
