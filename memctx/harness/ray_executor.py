@@ -11,6 +11,8 @@ cluster: an existing one (``ray_address``) or one started here with ``jobs`` CPU
 - **Datasets by reference.** Each scenario goes into Ray's object store once (``ray.put``);
   a job travels as its index, suite, strategy, embedding and window plus the scenario's
   reference; an actor fetches a scenario the first time it needs it and keeps it.
+- **Environment.** The driver's ``MEMCTX_*`` variables are set in every actor, as the
+  pool's workers inherit them.
 - **Results.** Each job is its own call, so the driver hears of every job as it finishes
   (``ray.wait``): the progress line and the resume journal work as with the pool.
 
@@ -62,7 +64,10 @@ def require_ray() -> Any:
 class _Runner:
     """One worker of the run (a Ray actor): the jobs it is given, one after the other."""
 
-    def __init__(self, options: EvalOptions, cwd: str) -> None:
+    def __init__(self, options: EvalOptions, cwd: str, env: dict[str, str]) -> None:
+        # The driver's MEMCTX_* settings (input limits, a real model's call limits), which
+        # the pool's workers inherit and an actor on another machine would not have.
+        os.environ.update(env)
         # Plugins next to the user's files are found as with the pool, when this machine
         # shares the driver's folder (a local cluster).
         if os.path.isdir(cwd) and cwd not in sys.path:
@@ -115,7 +120,8 @@ class RayExecutor:
                         refs.append(ray.put(job.scenario))
             runner = ray.remote(num_cpus=1)(_Runner)
             count = max(1, min(options.jobs, len(planned)))
-            actors = [runner.remote(options, os.getcwd()) for _ in range(count)]
+            env = {k: v for k, v in os.environ.items() if k.startswith("MEMCTX_")}
+            actors = [runner.remote(options, os.getcwd(), env) for _ in range(count)]
             queue = deque(planned)
             pending: dict[Any, tuple[Job, int]] = {}
             left = [0] * count
