@@ -19,7 +19,14 @@ from memctx.messages import (
     pairing_violations,
     repair_tool_pairing,
 )
-from memctx.runtime import MemoryContext, call_memory_tool, tool_definitions
+from memctx.runtime import (
+    ContextCallRecord,
+    MemoryContext,
+    RecalledItem,
+    TrimmedMessage,
+    call_memory_tool,
+    tool_definitions,
+)
 from memctx.text import redact
 from memctx.transcripts import Transcript, load_transcript, load_transcripts
 from memctx.trim import TrimResult, smart_trim
@@ -27,16 +34,19 @@ from memctx.trim import TrimResult, smart_trim
 __all__ = [
     "BlockKind",
     "ConfigError",
+    "ContextCallRecord",
     "MemctxError",
     "MemoryContext",
     "MemoryContextConfig",
     "MessageInfo",
     "PairingViolation",
+    "RecalledItem",
     "RoleKind",
     "TokenCounter",
     "Transcript",
     "TranscriptError",
     "TrimResult",
+    "TrimmedMessage",
     "call_memory_tool",
     "estimate_message_tokens",
     "estimate_tokens",

@@ -1,11 +1,19 @@
 """``MemoryContext``: one session's engine behind the two hooks an agent loop calls, its archive
-(what is stored when, what is still pending), the background worker and hook statistics.
+(what is stored when, what is still pending), the background worker, hook statistics and
+the record of each ``on_context`` call (:class:`ContextCallRecord`).
 
 May import: every package below it (foundations, mechanisms, policies).
 """
 
 from __future__ import annotations
 
+from .call_record import (
+    ContextCallRecord,
+    RecalledItem,
+    RecallStatus,
+    TrimmedMessage,
+    TrimmedMessages,
+)
 from .engine import MemoryContext
 from .lanes import DEFAULT_MAX_CONCURRENT_COMPACTIONS, CompactionLanes, LaneError, LaneTimeoutError
 from .stats import HookTimer
@@ -17,10 +25,15 @@ __all__ = [
     "MEMORY_TOOL_NAMES",
     "BackgroundWorker",
     "CompactionLanes",
+    "ContextCallRecord",
     "HookTimer",
     "LaneError",
     "LaneTimeoutError",
     "MemoryContext",
+    "RecallStatus",
+    "RecalledItem",
+    "TrimmedMessage",
+    "TrimmedMessages",
     "call_memory_tool",
     "tool_definitions",
 ]

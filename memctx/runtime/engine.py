@@ -16,7 +16,8 @@
    a message trimmed this turn is recallable this turn (the seed's known limitation). With the
    transformer, segments are embedded on the background worker; until then they are found by
    keywords from an in-memory overlay (:mod:`memctx.runtime.archive`);
-5. search details (raw store) and knowledge; segments still in the context are skipped;
+5. search details (raw store) and knowledge; segments still in the context are skipped
+   (:mod:`memctx.runtime.recall_step`);
 6. build the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
    insert it where ``recallPlacement`` says: just before the latest user request by
    default (the prefix before it stays in the prompt cache), after the system prompt and a
@@ -28,6 +29,9 @@
    truncation,
    :func:`memctx.compaction.truncate_oversized_tool_results`; ``tool_results_cut``), so
    the call fits instead of failing every turn; the agent's own list keeps them whole.
+
+What each call did is kept as :attr:`MemoryContext.last_call`
+(:class:`memctx.runtime.call_record.ContextCallRecord`).
 
 ``on_before_compact(messages)`` archives the messages verbatim (never recalled blocks) and
 queues knowledge extraction on the worker. It returns nothing: the compaction summary is the
@@ -58,22 +62,16 @@ import numpy as np
 from memctx.config import MemoryContextConfig
 from memctx.errors import StoreError
 from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_tool_pairing
-from memctx.recall import (
-    RecallBlock,
-    build_query,
-    build_recall_block,
-    detail_items,
-    insert_recall,
-    knowledge_items,
-    recall_message,
-)
+from memctx.recall import build_query, insert_recall
 from memctx.retrieval import Embedder, SearchParams
 from memctx.store import resolve_store_dir
 from memctx.trim import IntArray, PruningSession, ReadInfos, TrimCache, trim_read
 
 from .archive import Archive
+from .call_record import CallNotes, ContextCallRecord, fallback_record, freeze_safely
 from .oversized import cut_oversized_results
-from .stats import HookTimer
+from .recall_step import RecallSetup, recall_turn
+from .stats import DistinctKeys, HookTimer
 from .worker import BackgroundWorker
 
 __all__ = ["MemoryContext"]
@@ -82,9 +80,6 @@ logger = logging.getLogger("memctx")
 
 _REGISTRY: dict[tuple[str, str], MemoryContext] = {}
 _REGISTRY_LOCK = threading.Lock()
-_DETAIL_CANDIDATES = 32  # details searched first each turn; the cap decides how many are shown
-_MAX_DETAIL_CANDIDATES = 512  # ... and at most, when short ones leave room in the cap
-_EMPTY_BLOCK = RecallBlock("", (), (), 0, 0, 0)
 _OUTPUT_WAIT_S = 60.0
 
 
@@ -154,13 +149,18 @@ class MemoryContext:
         self._registry_key: tuple[str, str] | None = None
         self._counts: Counter[str] = Counter()
         self._last_error: str | None = None
-        self._params = SearchParams(
+        self._calls = 0  # on_context calls, failed ones included
+        self._notes: CallNotes | None = None  # the call in progress
+        self._last_call: ContextCallRecord | None = None
+        self._trimmed_keys = DistinctKeys()  # trim-cache keys of every message ever trimmed
+        params = SearchParams(
             vector_weight=self.config.vector_weight,
             text_weight=self.config.text_weight,
             decay=self.config.time_decay,
             decay_unit_seconds=3600.0,
             min_score=self.config.auto_recall_min_score,
         )
+        self._recall_setup = RecallSetup(self.config, params, self.recall_cap, session_id)
 
     @classmethod
     def for_session(
@@ -202,15 +202,31 @@ class MemoryContext:
     # -- hooks ---------------------------------------------------------------------------------
 
     def on_context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The messages to send this turn: trimmed if needed, with recalled memory. Never raises."""
+        """The messages to send this turn: trimmed if needed, with recalled memory. Never raises.
+
+        What the call did is in :attr:`last_call` afterwards.
+        """
         with self._timer("on_context"), self._lock:
+            self._calls += 1
+            self._notes = None
             try:
                 out = self._context(messages)
             except Exception as exc:  # the hook contract: never raise into the agent
                 self._fail("on_context", exc)
+                self._last_call = fallback_record(
+                    self._calls, messages, self._last_error or "", self._tokens.count_message
+                )
                 return messages
             self._counts["on_context"] += 1
             return out
+
+    @property
+    def last_call(self) -> ContextCallRecord | None:
+        """What the latest ``on_context`` call did (:class:`ContextCallRecord`): tokens
+        before and after, the messages trimmed and why, the items recalled with their
+        scores, repairs, fallback; ``None`` before the first call."""
+        with self._lock:
+            return self._last_call
 
     def on_before_compact(self, messages: list[dict[str, Any]]) -> None:
         """Archive ``messages`` (about to be compacted) and queue knowledge extraction."""
@@ -284,8 +300,12 @@ class MemoryContext:
         self.close()
 
     def stats(self) -> dict[str, Any]:
-        """Counters, hook latencies (p50/p95 ms), failures, store and LLM figures."""
+        """Counters, hook latencies (p50/p95 ms), failures, store and LLM figures, and
+        ``last_call`` (:attr:`last_call` as a plain dict). Counts are ints over the engine's
+        life: ``trims`` the calls that trimmed, ``trimmed_messages`` the distinct messages
+        (by content) ever left out; what one call did is in ``last_call``."""
         with self._lock:
+            last = self._last_call
             return {
                 "session_id": self.session_id,
                 "enabled": self.config.enabled,
@@ -295,6 +315,7 @@ class MemoryContext:
                 "counts": dict(self._counts),
                 "latency_ms": self._timer.summary(),
                 "last_error": self._last_error,
+                "last_call": last.as_dict() if last is not None else None,
                 "worker": {
                     "pending": self._worker.pending,
                     "done": dict(self._worker.done),
@@ -320,10 +341,15 @@ class MemoryContext:
         if error != self._last_error:
             logger.warning("memctx %s failed; the turn goes on without it", part, exc_info=exc)
         self._last_error = error
+        if self._notes is not None:
+            self._notes.failed(part, error)
 
     def _context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         _check_messages(messages)
+        self._notes = CallNotes(self._calls, messages)
         if not self.config.enabled:
+            self._notes.tokens_before = sum(map(self._tokens.count_message, messages))
+            self._finish(messages, self._notes.tokens_before)
             return messages
         # The trim cache is this engine's own: holding its lock for the whole turn lets the
         # turn read its input once and hand that reading to smart trim and the archive.
@@ -336,6 +362,8 @@ class MemoryContext:
     def _context_read(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         count = self._tokens.count_message
         cache = self._trim_cache
+        notes = self._notes
+        assert notes is not None  # set by _context
         originals: dict[int, Any] = {}
         if self._pruning is not None:
             pruned = self._pruning.apply(messages, self._clock())
@@ -357,6 +385,7 @@ class MemoryContext:
             base = list(messages)
             base_facts = state.facts
             total = int(state.tokens.sum())
+        notes.read(int(state.tokens.sum()), len(messages) - len(base), messages, originals, count)
         infos = ReadInfos(base, base_facts)
         query = build_query(base, infos)
         kept = base
@@ -384,10 +413,11 @@ class MemoryContext:
             # Without a removal smart trim may have returned early, before its repair.
             trimmed = result.did_trim
             if result.did_trim:
-                self._counts["trims"] += 1
-                self._counts["trimmed_messages"] += len(result.trimmed)
                 at = np.asarray(result.trimmed_at, dtype=np.int64)
                 turns = turn_at[at] if turn_at is not None else at
+                self._counts["trims"] += 1
+                self._counts["trimmed_messages"] += self._trimmed_keys.add_new(state.keys[at])
+                notes.trimmed_by(result, turns, state.tokens[at], len(query.strip()) < 3)
                 try:
                     self._archive.trimmed(base, state.facts, at, state.keys[at], turns, originals)
                 except Exception as exc:  # trimming needs no disk: send the trimmed context
@@ -399,6 +429,7 @@ class MemoryContext:
                 # Ask with what the model will see: the same query next turn on this output,
                 # which keeps the hook idempotent even if an old user message was trimmed.
                 query = build_query(kept, infos)
+        notes.query = query
         block = None
         if len(query.strip()) >= 3:
             try:
@@ -407,84 +438,54 @@ class MemoryContext:
                 self._degraded("recall", exc)
         out = insert_recall(kept, block, infos, self.config.recall_placement)
         if block is not None:
-            total += count(block)
+            notes.recall_tokens = count(block)
+            total += notes.recall_tokens
         # After a trim its own repair ran, and the block goes before any call, so only an
         # untrimmed input (the agent's own list, e.g. with nothing trimmable) can still hold
         # a broken pair.
-        if not trimmed and pairing_violations(out, cache=infos):
-            self._counts["pairing_repairs"] += 1
-            out = repair_tool_pairing(out, cache=infos)
-            total = sum(count(m) for m in out)
+        if not trimmed:
+            violations = pairing_violations(out, cache=infos)
+            if violations:
+                self._counts["pairing_repairs"] += 1
+                notes.pairing_repairs = len(violations)
+                out = repair_tool_pairing(out, cache=infos)
+                total = sum(count(m) for m in out)
         if total > self.window - self.config.reserve_tokens:
             out, total, cut = cut_oversized_results(
                 out, total, self.window, self.window - self.config.reserve_tokens, count
             )
             self._counts["tool_results_cut"] += cut
+            notes.tool_results_cut = cut
         if total > self.window:
             self._counts["over_window"] += 1  # the protected messages alone do not fit
+        self._finish(out, total)
         return out
+
+    def _finish(self, out: Sequence[Any], total: int) -> None:
+        """Freeze the call's notes into :attr:`last_call` (a failure there costs the record
+        its detail, counted, never the turn)."""
+        if self._notes is not None:
+            record, error = freeze_safely(self._notes, out, total, self.config, self._tokens)
+            if error is not None:
+                self._counts["record_failures"] += 1
+                logger.warning("memctx could not record the call: %s", error)
+            self._last_call, self._notes = record, None
 
     def _recall(
         self, query: str, kept: Sequence[dict[str, Any]], in_context: set[str]
     ) -> dict[str, Any] | None:
-        """The recall message for this turn, or ``None`` when nothing relevant fits.
-
-        ``in_context`` names the archived segments whose message is being sent.
-        """
-        knowledge = (
-            knowledge_items(self._archive.knowledge, query, self.config.knowledge_search_limit)
-            if self._archive.has_knowledge()
-            else []
+        """The recall message for this turn, or ``None`` when nothing relevant fits
+        (:func:`memctx.runtime.recall_step.recall_turn`). ``in_context`` names the archived
+        segments whose message is being sent: the model sees them already."""
+        block, found = recall_turn(
+            self._archive, self._recall_setup, query, kept, in_context, self._tokens
         )
-        # The cap holds for the message as sent, so its framing comes off the text budget.
-        like = kept[-5:]  # the shape (Gemini parts or content) of the latest messages
-        framing = self._tokens.count_message(recall_message(_EMPTY_BLOCK, like))
-        pending = self._archive.pending_items(query, _DETAIL_CANDIDATES)
-        limit = _DETAIL_CANDIDATES
-        while True:
-            found = []
-            if self._archive.has_segments():
-                found = detail_items(
-                    self._archive.raw,
-                    query,
-                    session_id=self.session_id,
-                    cross_session=self.config.cross_session,
-                    params=self._params,
-                    limit=limit,
-                    exclude_ids=in_context,
-                )
-            block = build_recall_block(
-                knowledge,
-                found + pending,
-                self.recall_cap - framing,
-                knowledge_share=self.config.knowledge_share,
-                count=self._tokens.count_text,
-            )
-            # Short messages (chat turns, one-line replies) can leave the cap half empty with
-            # the usual number of candidates: look further while the search has more to give
-            # and the block has room for another detail of the size it shows, so the cap is
-            # spent on evidence. (A fixed fill share would stop a block of chat turns with
-            # room for several more, and search on for one of long chunks that has none.)
-            short_of_room = block is not None and block.cap - block.tokens >= _typical_cost(
-                block, self._tokens.count_text
-            )
-            if not short_of_room or len(found) < limit or limit >= _MAX_DETAIL_CANDIDATES:
-                break
-            limit *= 4
-        if block is None:
-            return None
-        self._counts["recalls"] += 1
-        self._counts["recall_tokens"] += block.tokens
-        return recall_message(block, like)
-
-
-def _typical_cost(block: RecallBlock, count: Callable[[str], int]) -> int:
-    """Tokens of the median detail the block shows (one line each); a block of knowledge
-    alone has no size to go by and counts as full."""
-    if not block.details:
-        return block.cap + 1
-    costs = sorted(count(item.line) + 1 for item in block.details)
-    return costs[len(costs) // 2]
+        if self._notes is not None:
+            self._notes.recalled(found.block, found.candidates, found.best_score)
+        if found.block is not None:
+            self._counts["recalls"] += 1
+            self._counts["recall_tokens"] += found.block.tokens
+        return block
 
 
 def _check_messages(messages: object) -> None:

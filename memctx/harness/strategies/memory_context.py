@@ -260,7 +260,7 @@ def _trimmed(context: Messages, transcript: Messages) -> bool:
 
 def _on_context_path(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """What one ``on_context`` call did to fit, from its counters before and after."""
-    dropped = int(after.get("trimmed_messages", 0)) - int(before.get("trimmed_messages", 0))
+    dropped = int(after.get("trims", 0)) - int(before.get("trims", 0))
     cut = int(after.get("tool_results_cut", 0)) - int(before.get("tool_results_cut", 0))
     steps = ["trimmed"] if dropped else []
     steps += [f"cut {cut} oversized tool result{'s' if cut > 1 else ''}"] if cut else []
