@@ -7,17 +7,12 @@ May import: every package below it (foundations, mechanisms, policies).
 
 from __future__ import annotations
 
-from .call_record import (
-    ContextCallRecord,
-    RecalledItem,
-    RecallStatus,
-    TrimmedMessage,
-    TrimmedMessages,
-)
+from .call_record import ContextCallRecord, RecalledItem, RecallStatus
 from .engine import MemoryContext
 from .lanes import DEFAULT_MAX_CONCURRENT_COMPACTIONS, CompactionLanes, LaneError, LaneTimeoutError
 from .stats import HookTimer
 from .tools import MEMORY_TOOL_NAMES, call_memory_tool, tool_definitions
+from .trimmed import TrimmedMessage, TrimmedMessages
 from .worker import BackgroundWorker
 
 __all__ = [

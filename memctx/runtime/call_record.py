@@ -9,22 +9,10 @@ pairing repair, a cut or a fallback happened.
 
 Every figure comes from what the hook already knows, and building the record never raises
 into the hook (:class:`CallNotes` is filled step by step and frozen once; a failure while
-freezing yields a record of the sizes alone). A long session re-trims its old messages on
-every call, thousands of them: :class:`TrimmedMessages` keeps their positions and builds
-the per-message entries only when read.
+freezing yields a record of the sizes alone).
 
-Why a message was trimmed (:attr:`TrimmedMessage.layer`):
-
-- ``"bm25"``: smart trim's layer 2 (low relevance to the query);
-- ``"oldest"``: layer 3 (oldest first, once the weak ones did not free enough);
-- ``"forced"``: the context was over the window itself with a query too short to rank by,
-  so it was trimmed oldest first anyway (the engine's forced trim);
-- ``"pairing"``: dropped whole by the pairing repair that ends a trim;
-- when one call removed messages through more than one of these steps, smart trim reports
-  only how many each step removed (:attr:`memctx.trim.TrimResult.layer_counts`), not
-  which message went by which, so every message of that call carries the candidate steps
-  joined by ``|`` (``"bm25|oldest"``) and the exact counts are in
-  :attr:`ContextCallRecord.trimmed_bm25` / ``trimmed_oldest`` / ``trimmed_pairing``.
+Why a message was trimmed: :mod:`memctx.runtime.trimmed`; the exact count per step is in
+:attr:`ContextCallRecord.trimmed_bm25` / ``trimmed_oldest`` / ``trimmed_pairing``.
 
 Tool results that seed 003's pruning soft-trimmed or cleared in the copy sent are not
 trimmed (they are still sent, shortened): their positions are in
@@ -34,9 +22,9 @@ trimmed (they are still sent, shortened): their positions are in
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 from memctx.config import MemoryContextConfig
 from memctx.messages import TokenCounter
@@ -44,109 +32,25 @@ from memctx.recall import RecallBlock, RecallItem, compact_text
 from memctx.text import redact
 from memctx.trim import IntArray, TrimResult
 
+from .trimmed import NO_TRIM, TrimmedMessage, TrimmedMessages, trim_layer
+
 __all__ = [
     "PREVIEW_CHARS",
     "CallNotes",
     "ContextCallRecord",
     "RecallStatus",
     "RecalledItem",
-    "TrimmedMessage",
-    "TrimmedMessages",
     "fallback_record",
     "freeze_safely",
-    "message_id",
 ]
 
 PREVIEW_CHARS = 120  # of a recalled item's text, and of the query, in the record
-_ID_FIELDS = ("id", "uuid")  # where a message carries its own id (Pi/OpenClaw, transcripts)
 
 RecallStatus = Literal["inserted", "no_query", "no_match", "failed", "not_run"]
 """What became of recall in a call: a block was ``inserted``; the query was under three
 characters (``no_query``); nothing cleared the relevance bar or fitted the cap
 (``no_match``); the search failed and the turn went on without it (``failed``); the hook
 failed before recall (``not_run``, on the fallback record)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TrimmedMessage:
-    """One of the caller's messages left out of the context sent.
-
-    Attributes:
-        index: Its position in the list the caller passed to ``on_context``.
-        id: The message's own ``id`` (or ``uuid``) field when it carries one, as a string.
-        role: Its ``role`` field (``""`` without one).
-        tokens: Its estimated tokens.
-        layer: The step that removed it (see the module docs).
-    """
-
-    index: int
-    id: str | None
-    role: str
-    tokens: int
-    layer: str
-
-
-class TrimmedMessages(Sequence[TrimmedMessage]):
-    """The messages one call left out, as :class:`TrimmedMessage` entries built on first
-    read (a tuple-like sequence: ``len``, indexing, iteration, ``==``).
-
-    Args:
-        messages: The messages left out (the caller's dicts).
-        positions: Their positions in the caller's list.
-        tokens: Their estimated tokens.
-        layer: Why they were left out (module docs).
-    """
-
-    __slots__ = ("_items", "_layer", "_messages", "_positions", "_tokens")
-
-    def __init__(
-        self,
-        messages: Sequence[object] = (),
-        positions: Sequence[int] = (),
-        tokens: Sequence[int] = (),
-        layer: str = "",
-    ) -> None:
-        self._messages = messages
-        self._positions = positions
-        self._tokens = tokens
-        self._layer = layer
-        self._items: tuple[TrimmedMessage, ...] | None = None
-
-    def _built(self) -> tuple[TrimmedMessage, ...]:
-        if self._items is None:
-            layer = self._layer
-            rows = zip(self._messages, self._positions, self._tokens, strict=True)
-            self._items = tuple(
-                TrimmedMessage(int(i), message_id(m), _role(m), int(t), layer) for m, i, t in rows
-            )
-        return self._items
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    @overload
-    def __getitem__(self, index: int) -> TrimmedMessage: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[TrimmedMessage, ...]: ...
-    def __getitem__(self, index: int | slice) -> TrimmedMessage | tuple[TrimmedMessage, ...]:
-        return self._built()[index]
-
-    def __iter__(self) -> Iterator[TrimmedMessage]:
-        return iter(self._built())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, TrimmedMessages | tuple | list):
-            return self._built() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._built())
-
-    def __repr__(self) -> str:
-        return f"TrimmedMessages({len(self)} messages)"
-
-
-_NO_TRIM = TrimmedMessages()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +102,11 @@ class ContextCallRecord:
         recall_tokens: Tokens of the block inserted, as the message sent (0 without one).
         recall_candidates: Candidates the searches returned (facts, and details that
             cleared ``min_score``), before the cap chose among them.
-        best_score: The best detail candidate's score (0.0 without any).
+        best_score: The best detail candidate's score (0.0 without any): with no fact, a
+            block needs it to reach ``min_best_score``.
         min_score: The score each detail in a block must reach (``autoRecallMinScore``).
+        min_best_score: The score the best detail must reach for a block without facts
+            (``autoRecallMinBestScore``).
         pairing_repairs: Pairing problems repaired in the context sent: the violations the
             final check found and repaired, or the messages the trim's own repair dropped or
             edited.
@@ -217,7 +124,7 @@ class ContextCallRecord:
     tokens_after: int
     query: str = ""
     trim: Literal["none", "smart", "forced"] = "none"
-    trimmed: TrimmedMessages = _NO_TRIM
+    trimmed: TrimmedMessages = NO_TRIM
     trimmed_bm25: int = 0
     trimmed_oldest: int = 0
     trimmed_pairing: int = 0
@@ -229,6 +136,7 @@ class ContextCallRecord:
     recall_candidates: int = 0
     best_score: float = 0.0
     min_score: float = 0.0
+    min_best_score: float = 0.0
     pairing_repairs: int = 0
     tool_results_cut: int = 0
     degraded: tuple[str, ...] = ()
@@ -258,24 +166,6 @@ def _plain(item: TrimmedMessage | RecalledItem) -> dict[str, Any]:
     return {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
 
 
-def message_id(message: object) -> str | None:
-    """The message's own id (its ``id`` or ``uuid`` field, a string or an int), or ``None``."""
-    if not isinstance(message, Mapping):
-        return None
-    for name in _ID_FIELDS:
-        value = message.get(name)
-        if isinstance(value, str) and value:
-            return value[:200]
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value) if abs(value) < 10**18 else None
-    return None
-
-
-def _role(message: object) -> str:
-    role = message.get("role") if isinstance(message, Mapping) else None
-    return role[:40] if isinstance(role, str) else ""
-
-
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
@@ -288,14 +178,6 @@ def _query_preview(query: str, redact: Callable[[str], str] | None) -> str:
     if redact is not None:
         tail = redact(tail)
     return " ".join(tail.split())[-PREVIEW_CHARS:]
-
-
-def _layer(result: TrimResult, forced: bool) -> str:
-    counts = result.layer_counts
-    if forced and not counts.bm25:
-        return "forced"
-    steps = [name for name in ("bm25", "oldest", "pairing") if getattr(counts, name)]
-    return "|".join(steps) if steps else "oldest"
 
 
 class CallNotes:
@@ -312,7 +194,7 @@ class CallNotes:
         self.tokens_before = 0
         self.query = ""
         self.trim: Literal["none", "smart", "forced"] = "none"
-        self.trimmed = _NO_TRIM
+        self.trimmed = NO_TRIM
         self.layers = (0, 0, 0)
         self.dropped_recalled = 0
         self.pruned: tuple[int, ...] = ()
@@ -349,7 +231,7 @@ class CallNotes:
     ) -> None:
         """Smart trim removed ``result.trimmed``, at ``positions`` of the caller's list, of
         ``tokens`` each; ``forced``: only because the context was over the window."""
-        layer = _layer(result, forced)
+        layer = trim_layer(result, forced)
         self.trim = "forced" if layer == "forced" else "smart"
         counts = result.layer_counts
         self.layers = (counts.bm25, counts.oldest, counts.pairing)
@@ -379,6 +261,7 @@ class CallNotes:
         tokens_after: int,
         *,
         min_score: float,
+        min_best_score: float,
         count_text: Callable[[str], int],
         redact: Callable[[str], str] | None = None,
     ) -> ContextCallRecord:
@@ -409,6 +292,7 @@ class CallNotes:
             recall_candidates=self.recall_candidates,
             best_score=round(float(self.best_score), 6),
             min_score=float(min_score),
+            min_best_score=float(min_best_score),
             pairing_repairs=self.pairing_repairs,
             tool_results_cut=self.tool_results_cut,
             degraded=tuple(self.degraded),
@@ -430,6 +314,7 @@ def freeze_safely(
             out,
             tokens_after,
             min_score=config.auto_recall_min_score,
+            min_best_score=config.auto_recall_min_best_score,
             count_text=counter.count_text,
             redact=redact if config.redaction else None,
         )

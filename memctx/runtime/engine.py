@@ -18,7 +18,8 @@
    keywords from an in-memory overlay (:mod:`memctx.runtime.archive`);
 5. search details (raw store) and knowledge; segments still in the context are skipped
    (:mod:`memctx.runtime.recall_step`);
-6. build the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
+6. if a fact matches or the best detail scores at least ``autoRecallMinBestScore``, build
+   the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
    insert it where ``recallPlacement`` says: just before the latest user request by
    default (the prefix before it stays in the prompt cache), after the system prompt and a
    compaction summary (the seed's place), or at the end;

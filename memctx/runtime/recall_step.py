@@ -2,9 +2,13 @@
 
 :func:`search_recall` is step 5-6 of ``on_context`` (:mod:`memctx.runtime.engine`): it asks
 the knowledge store and the raw store (with the archive's pending overlay) for ``query`` and
-builds the block. Details must clear ``autoRecallMinScore``
-(:attr:`memctx.retrieval.SearchParams.min_score`), facts the knowledge store's own adaptive
-keyword match; when nothing does, there is no block.
+builds the block, if there is reason to: a recall block is inserted only when a fact
+matches (the knowledge store's own adaptive keyword match) or the best archived message
+scores at least ``autoRecallMinBestScore``; every archived message in it must score at least
+``autoRecallMinScore`` (:attr:`memctx.retrieval.SearchParams.min_score`). An agent loop's
+"Done with turn 0." finds nothing that clears the first bar, and gets no block. Why the bar
+is on the best candidate and what it is set to: the field docs of
+:class:`memctx.config.MemoryContextConfig`.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ class RecallSearch:
     """What one recall search found.
 
     Attributes:
-        block: The block to insert, or ``None`` when nothing cleared the bar or fitted.
+        block: The block to insert, or ``None`` when nothing cleared the bars or fitted.
         candidates: Facts and details the searches returned (before the cap chose).
         best_score: The best detail's score (0.0 without any).
     """
@@ -129,6 +133,8 @@ def search_recall(
                 exclude_ids=in_context,
             )
         best = max((item.score for item in (*found, *pending)), default=0.0)
+        if not knowledge and best < config.auto_recall_min_best_score:
+            return RecallSearch(None, len(found) + len(pending), best)  # nothing relevant
         block = build_recall_block(
             knowledge,
             found + pending,

@@ -19,8 +19,9 @@ from memctx.messages import (
     pairing_violations,
 )
 from memctx.runtime import MemoryContext
-from memctx.runtime.call_record import CallNotes, TrimmedMessages, message_id
+from memctx.runtime.call_record import CallNotes
 from memctx.runtime.stats import DistinctKeys, HookTimer
+from memctx.runtime.trimmed import TrimmedMessages, message_id
 
 WINDOW = 20_000  # cap 2,000; safe limit 14,000
 
@@ -150,6 +151,7 @@ def test_recalled_items_carry_source_ref_score_tokens_and_preview(tmp_path: Path
     assert scores == sorted(scores, reverse=True)
     assert record.recall_candidates >= len(record.recalled)
     assert record.best_score == max(r.score for r in record.recalled if r.kind == "detail")
+    assert record.best_score >= record.min_best_score == 0.2
     ids = {s.get("id") for s in segments}
     hook = next(r for r in record.recalled if "src/pay/hook.py" in r.preview)
     assert (hook.kind, hook.source) == ("detail", "archive") and hook.ref in ids

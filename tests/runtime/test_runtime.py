@@ -205,7 +205,10 @@ def test_the_block_goes_where_recall_placement_says(tmp_path: Path, placement: s
     }
     msgs = long_session()
     msgs.insert(1, summary)
-    with engine(tmp_path, config=cfg(recallPlacement=placement)) as mem:
+    # The query has nothing to do with the archive: without the relevance bar every call
+    # still gets a block, and this test is about where it goes.
+    config = cfg(recallPlacement=placement, autoRecallMinBestScore=0.0)
+    with engine(tmp_path, config=config) as mem:
         out = mem.on_context(msgs)
         again = mem.on_context(out)
     at = [i for i, m in enumerate(out) if is_recalled_block(m)]
