@@ -159,7 +159,8 @@ def format_strategy_rows(rows: Sequence[StrategyRow], window: int = LOCOMO_WINDO
     ]
     for r in rows:
         lines.append(
-            f"| {r.strategy} | {r.embedding} | {r.questions} ({r.fit}) | "
+            f"| {r.strategy} | {'-' if r.embedding == NO_EMBEDDING else r.embedding} | "
+            f"{r.questions} ({r.fit}) | "
             f"{100 * r.evidence:.1f} % | {100 * r.answer:.1f} % | {100 * r.tool:.1f} % | "
             f"{r.tokens_per_call:,.0f} | {r.violations} |"
         )
