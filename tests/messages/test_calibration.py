@@ -24,7 +24,7 @@ def test_measure_counter_recovers_a_known_scale() -> None:
 
 @pytest.mark.dataset
 def test_estimate_error_on_real_claude_code_sessions_matches_the_readme() -> None:
-    sessions = claude_sessions(dataset_path("claude-code").parent)
+    sessions = claude_sessions([dataset_path("claude-code").parent])  # the datasets root
     assert len(sessions) == 3
     for session in sessions:
         usage = {i: u.context_tokens for i, u in session.usage.items()}
