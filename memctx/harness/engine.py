@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +250,7 @@ class _Replay:
         self, probe: Probe, transcript: Messages, prepared: Prepared, sent: int, events: list[str]
     ) -> None:
         """Keep what ``probe``'s call saw, for :mod:`memctx.harness.explain`."""
-        record = getattr(getattr(self.strategy, "engine", None), "last_call", None)
+        record: Any = getattr(getattr(self.strategy, "engine", None), "last_call", None)
         self.result.explained[probe.id] = {
             "transcript": list(transcript),
             "context": list(prepared.context),
@@ -259,9 +259,8 @@ class _Replay:
             "events": list(events),
             "trimmed": prepared.trimmed,
             "recovery": prepared.recovery,
-            "call_record": (
-                asdict(record) if is_dataclass(record) and not isinstance(record, type) else None
-            ),
+            # The hook's own account of the call, as plain data (its as_dict).
+            "call_record": record.as_dict() if hasattr(record, "as_dict") else None,
         }
 
 
