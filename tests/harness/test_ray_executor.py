@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.run_files import rows_without_timing, without_timing
 
 from memctx.cli import main
 from memctx.harness import (
@@ -22,23 +23,8 @@ from memctx.harness import (
     require_ray,
     run_eval,
 )
-from memctx.harness.schema import TIMING_KEYS
 
 SUITES = ("needle", "supersede")  # two of the quick matrix's suites: well under a minute
-
-
-def _without_timing(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
-    if isinstance(value, list):
-        return [_without_timing(v) for v in value]
-    return value
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    timing = {"run", "latency_ms"}  # the run's id and the hook's wall time
-    return [{k: v for k, v in row.items() if k not in timing} for row in rows]
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +64,16 @@ def test_ray_writes_the_process_pool_s_summary(
     ran, ray_ran = (json.loads((d / "summary.json").read_text("utf-8")) for d in (pool, on_ray))
     for summary in (ran, ray_ran):  # others may commit to this checkout meanwhile
         summary["provenance"].pop("git")
-    assert _without_timing(ray_ran) == _without_timing(ran)
+    assert without_timing(ray_ran) == without_timing(ran)
     assert ray_ran["config"] == ran["config"]  # the executor is not part of the config
     for name in ("results.jsonl", "trace.jsonl"):
-        assert _rows(on_ray / name) == _rows(pool / name)
+        assert rows_without_timing(on_ray / name) == rows_without_timing(pool / name)
     # The datasets travel by reference: each scenario stored once, whatever its job count.
     assert stored and all(type(s).__name__ == "Scenario" for s in stored)
     assert len({id(s) for s in stored}) == len(stored)
-    assert len(stored) == len({(r["suite"], r["scenario"]) for r in _rows(pool / "results.jsonl")})
+    assert len(stored) == len(
+        {(r["suite"], r["scenario"]) for r in rows_without_timing(pool / "results.jsonl")}
+    )
     assert ray_cluster.is_initialized()  # a cluster it did not start is left running
 
 

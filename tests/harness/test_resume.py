@@ -10,33 +10,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers.run_files import rows_without_timing, without_timing
 
 from memctx.cli import main
 from memctx.harness import JOURNAL, PLAN
-from memctx.harness.schema import TIMING_KEYS
 
 ARGS = [
     "--quick", "--suite", "needle", "--suite", "supersede", "--embedding", "hash",
     "--jobs", "1", "--no-report", "--no-progress",
 ]  # fmt: skip
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _without_timing(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
-    if isinstance(value, list):
-        return [_without_timing(v) for v in value]
-    return value
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    timing = {"run", "latency_ms"}  # the run's id and the hook's wall time
-    return [{k: v for k, v in row.items() if k not in timing} for row in rows]
 
 
 def _kill_midway(out: Path) -> None:
@@ -72,9 +57,9 @@ def test_a_killed_run_resumes_to_the_same_summary(
     assert main(["eval", "--resume", str(killed), "--jobs", "1", "--no-report"]) == status
     assert "resuming" in capsys.readouterr().err
     ran, resumed = (json.loads((d / "summary.json").read_text("utf-8")) for d in (whole, killed))
-    assert _without_timing(resumed) == _without_timing(ran)
+    assert without_timing(resumed) == without_timing(ran)
     for name in ("results.jsonl", "trace.jsonl"):
-        assert _rows(killed / name) == _rows(whole / name)
+        assert rows_without_timing(killed / name) == rows_without_timing(whole / name)
     assert not (killed / JOURNAL).exists()
     # A finished run has nothing left to resume; a resumed run keeps its own options.
     assert main(["eval", "--resume", str(killed)]) == 2
