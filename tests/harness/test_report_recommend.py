@@ -65,6 +65,31 @@ def test_a_cheaper_configuration_within_noise_of_the_best_is_the_pick() -> None:
     assert recommend(_summary(*more)).pick == "deep × transformer"
 
 
+def test_within_noise_at_the_same_cost_is_no_trade_off() -> None:
+    # Seen in a real run: hash 72.1 % at $0.02724 a call, transformer 76.8 % at $0.02726.
+    # Within noise, but a 0.07 % saving does not pay for 4.7 points: the best is the pick.
+    rows = [_pooled("mc", "hash", 27.24, 0.721), _pooled("mc", "transformer", 27.26, 0.768)]
+    reco = recommend(_summary(*rows))
+    assert reco.pick == "mc × transformer"
+    assert reco.headline == (
+        "Pick mc × transformer: the most accurate configuration; mc × hash (72.1 % (67–76)) "
+        "cannot be told apart from it but costs the same per call (under 1 % less), so nothing "
+        "is gained by giving up the points."
+    )
+    assert "0 % less" not in reco.headline
+    # A saving of 1 % or more is a trade-off again: the cheaper one within noise is picked.
+    rows[0]["cost_usd"] = 27.26 * 0.99
+    assert recommend(_summary(*rows)).pick == "mc × hash"
+    # A materially cheaper one beyond noise is still named as the nearest.
+    rows.append(_pooled("cheap", "none", 10.0, 0.30))
+    rows[0]["cost_usd"] = 27.25
+    reco = recommend(_summary(*rows))
+    assert reco.pick == "mc × transformer"
+    assert "; no materially cheaper one comes within noise of it (the nearest, cheap," in (
+        reco.headline
+    )
+
+
 def test_the_recommendation_follows_the_numbers() -> None:
     rows = [_pooled("a", "none", 10.0, 0.40), _pooled("b", "none", 20.0, 0.80)]
     assert recommend(_summary(*rows)).pick == "b"

@@ -7,7 +7,9 @@ the noise rule (:mod:`.intervals`) applied to whatever the run measured.
   the ones it cannot be told apart from.
 - **Lowest cost per call**: the cheapest comparable configuration.
 - **Pick** (the best trade-off): the cheapest configuration on the frontier whose accuracy is
-  within noise of the best's; the best itself when no cheaper one comes that close.
+  within noise of the best's and that costs materially less (:data:`SAVING`); the best
+  itself when no cheaper one comes that close. A configuration that is within noise but
+  costs the same is no trade-off: giving up accuracy for nothing is never the advice.
 - **Caveats** the data imposes: configurations left out (``full`` scored on the probes that
   fit only), wide intervals, suites where the pick is behind another beyond noise,
   violations, extractive summaries, context-only scoring.
@@ -25,8 +27,11 @@ from .frontier import FrontierPoint, frontier
 from .intervals import difference, share_of
 from .notes import summary_model, summary_strategies_run
 
-__all__ = ["WIDE", "Recommendation", "recommend"]
+__all__ = ["SAVING", "WIDE", "Recommendation", "recommend"]
 
+# A cheaper configuration is picked over the most accurate only when it saves at least this
+# share of the cost per call: below it the saving is rounding, not a reason to lose points.
+SAVING = 0.01
 WIDE = 0.05  # a pick whose interval is wider than ± this gets the "wide intervals" caveat
 _SHOWN = 3  # suites named at most in the per-suite caveat
 
@@ -64,10 +69,22 @@ def _within(
     return difference(records.get(key_a), records.get(key_b)).sign == 0
 
 
-def _cheaper_by(point: FrontierPoint, than: FrontierPoint) -> str:
+def _saving(point: FrontierPoint, than: FrontierPoint) -> float | None:
+    """The share of ``than``'s cost per call that ``point`` saves (None without costs)."""
     if not point.cost_per_call or not than.cost_per_call:
-        return "n/a"
-    return f"{100 * (1 - point.cost_per_call / than.cost_per_call):.0f} %"
+        return None
+    return 1 - point.cost_per_call / than.cost_per_call
+
+
+def _cheaper_by(point: FrontierPoint, than: FrontierPoint) -> str:
+    saving = _saving(point, than)
+    return "n/a" if saving is None else f"{100 * saving:.0f} %"
+
+
+def _saves(point: FrontierPoint, than: FrontierPoint) -> bool:
+    """True when ``point`` costs materially less per call than ``than`` (:data:`SAVING`)."""
+    saving = _saving(point, than)
+    return saving is not None and saving >= SAVING
 
 
 def _suite_caveat(summary: Mapping[str, Any], pick: FrontierPoint) -> str | None:
@@ -168,7 +185,7 @@ def recommend(summary: Mapping[str, Any]) -> Recommendation:
     close = [p for p in comparable if p is not best and _within(p, best, records)]
     on_frontier = [p for p in comparable if p.on_frontier]
     pick = min(
-        [p for p in on_frontier if p is best or _within(p, best, records)],
+        [p for p in on_frontier if p is best or (_within(p, best, records) and _saves(p, best))],
         key=lambda p: (p.cost_per_call or 0.0, -(p.recall_accuracy or 0.0), p.label),
     )
     said_best = f"Best accuracy: {best.label}, {_accuracy(best)}, at {_usd(best.cost_per_call)}"
@@ -186,15 +203,28 @@ def recommend(summary: Mapping[str, Any]) -> Recommendation:
     if pick is best:
         cheaper = [p for p in on_frontier if (p.cost_per_call or 0.0) < (best.cost_per_call or 0.0)]
         reason = "the most accurate configuration"
+        level = [p for p in cheaper if not _saves(p, best) and _within(p, best, records)]
+        cheaper = [p for p in cheaper if _saves(p, best)]
+        if level:
+            names = ", ".join(f"{p.label} ({p.share.text(n=False)})" for p in level)
+            verbs = (
+                "cannot be told apart from it but costs"
+                if len(level) == 1
+                else ("cannot be told apart from it but cost")
+            )
+            reason += (
+                f"; {names} {verbs} the same per call (under {100 * SAVING:.0f} % less), "
+                "so nothing is gained by giving up the points"
+            )
         if cheaper:
             nearest = cheaper[-1]
             gap = 100 * ((best.recall_accuracy or 0.0) - (nearest.recall_accuracy or 0.0))
             reason += (
-                f"; no cheaper one comes within noise of it (the nearest, {nearest.label}, "
-                f"costs {_cheaper_by(nearest, best)} less per call and answers {gap:.1f} "
-                "points fewer)"
+                f"; no {'materially ' if level else ''}cheaper one comes within noise of it "
+                f"(the nearest, {nearest.label}, costs {_cheaper_by(nearest, best)} less per "
+                f"call and answers {gap:.1f} points fewer)"
             )
-        else:
+        elif not level:
             reason += " and the cheapest on the frontier"
         headline = f"Pick {pick.label}: {reason}."
     else:
