@@ -385,8 +385,8 @@ def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> 
         "| meerkat × hash | $0.01537 | $68.0781 | 27.1 % (23–32) n=380 | on the frontier |",
         "| openclaw × transformer | $0.02242 | $99.2848 | 26.6 % (22–31) n=380 | dominated by "
         "meerkat × hash |",
-        "| memory-context × hash | $0.02731 | $120.9339 | 72.6 % (68–77) n=380 | dominated by "
-        "memory-context × transformer |",
+        "| memory-context × hash | $0.02724 | $120.6297 | 72.1 % (67–77) n=380 | on the frontier |",
+        "| planner | $0.02583 | $114.3729 | 25.5 % (21–30) n=380 | dominated by meerkat × hash |",
         "| full | $0.07523 | $333.1273 | 81.8 % (52–100) n=11 | not comparable: accuracy over "
         "11 of 380 probes only |",
         "| truncate | $0.09253 | $409.7301 | 25.0 % (21–30) n=380 | dominated by meerkat × hash |",
@@ -394,7 +394,7 @@ def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> 
         assert row in section, row
     reading = (
         "Not dominated: meerkat × hash, meerkat × transformer, observation-masking, "
-        "memory-context × transformer."
+        "memory-context × hash, memory-context × transformer."
     )
     assert section.rstrip().endswith(reading)
     order = ["## Recommendation", "## Checks", "## Cost vs accuracy frontier", "## Charts",
