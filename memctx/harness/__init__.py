@@ -45,7 +45,16 @@ from .compare_render import (
     format_deltas_text,
 )
 from .engine import ScenarioResult, run_scenario
-from .executor import EXECUTORS, Executor, Job, LocalExecutor, bundles, execute_jobs, make_executor
+from .executor import (
+    EXECUTORS,
+    Executor,
+    Job,
+    LocalExecutor,
+    bundles,
+    execute_jobs,
+    make_executor,
+    report_until_failure,
+)
 from .explain import ProbeExplanation, explain_probe, format_explanation
 from .frames import RunFrames, load_run, probe_frame
 from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
@@ -217,6 +226,7 @@ __all__ = [
     "register_strategy",
     "replay_trajectories",
     "replay_transcript",
+    "report_until_failure",
     "require_ray",
     "run_claude_code_suite",
     "run_dir_for",

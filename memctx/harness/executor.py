@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -35,6 +35,7 @@ __all__ = [
     "bundles",
     "execute_jobs",
     "make_executor",
+    "report_until_failure",
     "run_job",
     "start_worker",
 ]
@@ -169,6 +170,11 @@ class LocalExecutor:
 
     def run(self, planned: Sequence[list[Job]], options: EvalOptions, report: Report) -> None:
         by_index = {job.index: job for bundle in planned for job in bundle}
+
+        def report_bundle(rows: list[tuple[int, Any, float]]) -> None:
+            for index, result, seconds in rows:
+                report(by_index[index], result, seconds)
+
         with tempfile.TemporaryDirectory(prefix="memctx-eval-") as work_root:
             if options.jobs <= 1 or len(planned) <= 1:
                 for bundle in planned:
@@ -187,9 +193,38 @@ class LocalExecutor:
                 futures = [
                     pool.submit(_run_bundle, bundle, options, work_root) for bundle in planned
                 ]
-                for future in as_completed(futures):
-                    for index, result, seconds in future.result():
-                        report(by_index[index], result, seconds)
+                report_until_failure(futures, report_bundle)
+
+
+def report_until_failure(
+    futures: Sequence[Future[list[tuple[int, Any, float]]]],
+    report_bundle: Callable[[list[tuple[int, Any, float]]], object],
+) -> None:
+    """Report each bundle as it lands; after the first failure start nothing more.
+
+    At the first bundle that raises, every future not yet started is cancelled (a pool
+    would otherwise run the whole queue before the error surfaced: a run stopped at its
+    cost budget kept starting jobs). Bundles already running still land and are reported,
+    so the resume journal keeps work that was paid for; then the first error is raised.
+    """
+    first: BaseException | None = None
+    remaining = set(futures)
+    while remaining:
+        done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+        for future in done:
+            if future.cancelled():
+                continue
+            error = future.exception()
+            if error is None:
+                report_bundle(future.result())
+            elif first is None:
+                first = error
+                for other in remaining:
+                    other.cancel()
+        # A cancelled future is done only once its executor notices; do not wait for that.
+        remaining = {f for f in remaining if not f.cancelled()}
+    if first is not None:
+        raise first
 
 
 def make_executor(options: EvalOptions) -> Executor:

@@ -140,14 +140,25 @@ class RayExecutor:
             for worker in range(count):
                 if queue:
                     assign(worker)
+            first: BaseException | None = None
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 job, worker = pending.pop(ready[0])
-                _, result, seconds = ray.get(ready[0])
-                report(job, result, seconds)
                 left[worker] -= 1
+                try:
+                    _, result, seconds = ray.get(ready[0])
+                except Exception as exc:  # a job's own error, re-raised once the rest lands
+                    if first is None:
+                        # As the pool does (executor.report_until_failure): start nothing
+                        # more, report what is already running, then raise the first error.
+                        first = exc
+                        queue.clear()
+                    continue
+                report(job, result, seconds)
                 if not left[worker] and queue:
                     assign(worker)
+            if first is not None:
+                raise first
         finally:
             for actor in actors:
                 ray.kill(actor)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.failing_strategy import assert_stopped_and_kept, failing_run
 from helpers.run_files import rows_without_timing, without_timing
 
 from memctx.cli import main
@@ -75,6 +76,15 @@ def test_ray_writes_the_process_pool_s_summary(
         {(r["suite"], r["scenario"]) for r in rows_without_timing(pool / "results.jsonl")}
     )
     assert ray_cluster.is_initialized()  # a cluster it did not start is left running
+
+
+def test_a_failing_job_stops_the_ray_run(
+    ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The actors find the plugin next to the driver's folder, as a user's would be.
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    folder = failing_run(tmp_path, monkeypatch, executor="ray")
+    assert_stopped_and_kept(tmp_path, folder)
 
 
 def test_without_ray_eval_fails_before_any_work(
