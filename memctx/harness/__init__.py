@@ -25,7 +25,7 @@ from .claude_code import (
     run_claude_code_suite,
 )
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
-from .compare import (
+from .deltas import (
     COMPARE_METRICS,
     DEFAULT_COMPARE_METRICS,
     Delta,
@@ -37,7 +37,7 @@ from .compare import (
     match_rows,
     read_summary,
 )
-from .compare_render import (
+from .deltas_render import (
     DELTAS_CSS,
     deltas_html_page,
     format_deltas_html,

@@ -26,7 +26,7 @@ matter. Timing metrics (``hook_p50_ms``, ``hook_p95_ms``) are never gated by def
 depend on the machine and its load. A ``--fail-on`` spec replaces the defaults (the
 violation check stays).
 
-**What is compared** (:func:`memctx.harness.compare.match_rows`): records matched by (suite,
+**What is compared** (:func:`memctx.harness.deltas.match_rows`): records matched by (suite,
 strategy, embedding). Baseline records the run does not have (suites or strategies it did
 not run) are noted in one line, never failed; records new in the run are noted ("new, not
 gated"), one line per strategy the baseline never ran. Pooled rows (``suite == "all"``) are
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare import describe_missing, match_rows, read_summary, record_key
+from .deltas import describe_missing, match_rows, read_summary, record_key
 from .noise import SHARE_METRICS, noise_for, share_interval
 from .pooling import to_number
 from .schema import ALL_SUITES, HIGHER_IS_BETTER

@@ -15,7 +15,7 @@ per-suite records over the run's suites, as the run itself would have pooled the
 
 Each is exact up to the 4-place rounding of the records. What cannot be rebuilt without the
 probes is left out: the bootstrap intervals (``[]``; a comparison falls back to the Wilson
-interval of the share, :func:`memctx.harness.compare.share_interval`) and the hook latency
+interval of the share, :func:`memctx.harness.deltas.share_interval`) and the hook latency
 percentiles (``None``).
 """
 

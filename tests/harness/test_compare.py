@@ -64,9 +64,11 @@ def _summary(
 
 
 def test_the_gate_function_keeps_its_name_in_the_package() -> None:
-    # memctx/harness/compare.py is a module of the same name as the gate's compare():
-    # the package's attribute must stay the function it exports.
+    # The run-to-run deltas live in memctx.harness.deltas: no module shadows the gate's
+    # compare() (a module named compare once did, depending on import order).
     assert memctx.harness.compare.__module__ == "memctx.harness.gate"
+    assert callable(memctx.harness.compare)
+    assert memctx.harness.compare_runs.__module__ == "memctx.harness.deltas"
 
 
 def test_deltas_values_intervals_and_marks() -> None:

@@ -1,9 +1,9 @@
 """The report's "Against the baseline" section: this run's deltas against another run.
 
-The deltas, their intervals and the noise rule are :func:`memctx.harness.compare.compare_runs`'
+The deltas, their intervals and the noise rule are :func:`memctx.harness.deltas.compare_runs`'
 (the same ones ``memctx compare`` and the gate use); this module picks the metrics a report
 shows, sums up what moved beyond noise in a sentence or two, and renders the section with
-:mod:`memctx.harness.compare_render`.
+:mod:`memctx.harness.deltas_render`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..compare import Delta, compare_runs, comparison_notes, read_summary
-from ..compare_render import format_deltas_html, format_deltas_md
+from ..deltas import Delta, compare_runs, comparison_notes, read_summary
+from ..deltas_render import format_deltas_html, format_deltas_md
 from .checks import pair_label
 from .loading import RunDirError
 

@@ -15,7 +15,7 @@ import html
 import re
 from collections.abc import Sequence
 
-from ..compare_render import DELTAS_CSS
+from ..deltas_render import DELTAS_CSS
 from .baseline import baseline_html
 from .figures import Chart
 from .parts import HEADLINE_NOTE, SUITE_NOTE, ReportParts

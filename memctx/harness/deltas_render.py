@@ -21,7 +21,7 @@ import html
 import textwrap
 from collections.abc import Sequence
 
-from .compare import Delta, MetricChange
+from .deltas import Delta, MetricChange
 from .noise import SHARE_METRICS
 from .schema import ALL_SUITES
 

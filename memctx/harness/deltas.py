@@ -4,7 +4,7 @@
 *after* run and gives one :class:`Delta` per pair: before, after and the change of each
 metric, and for the shares of probes (:data:`SHARE_METRICS`) their 95 % intervals and whether
 the change is beyond the noise. ``memctx compare``, the gate and the report's "deltas
-against a baseline" all use it; :mod:`memctx.harness.compare_render` formats the result.
+against a baseline" all use it; :mod:`memctx.harness.deltas_render` formats the result.
 
 **Which rows pair up** (:func:`match_rows`). Per-suite records by (suite, strategy,
 embedding); a row of only one run is listed, never paired. Pooled rows (``suite == "all"``)
