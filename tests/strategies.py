@@ -1307,3 +1307,19 @@ def secret_payloads(draw: st.DrawFn) -> tuple[str, SecretCase]:
     before, after = (500 + draw(st.integers(0, 3_000)) for _ in range(2))
     head, tail = (filler * (n // len(filler) + 1) for n in (before, after))
     return f"{head}{case.text}\n{tail}", case
+
+
+# --- Paired outcomes: two configurations' yes/no answers on the same probes --------------
+
+
+@st.composite
+def paired_outcomes(draw: st.DrawFn) -> tuple[dict[int, bool], dict[int, bool]]:
+    """``(before, after)``: each probe's outcome in two measurements over 1-400 probes."""
+    n = draw(st.integers(1, 400))
+    cells = draw(
+        st.lists(st.sampled_from([(1, 1), (1, 0), (0, 1), (0, 0)]), min_size=n, max_size=n)
+    )
+    return (
+        {i: bool(b) for i, (b, _) in enumerate(cells)},
+        {i: bool(a) for i, (_, a) in enumerate(cells)},
+    )

@@ -10,7 +10,7 @@ from .baseline import BaselineSection, baseline_section
 from .chart_sweep import sweep_chart
 from .checks import Check, run_checks
 from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
-from .intervals import Share, share_of
+from .intervals import Difference, Outcomes, Share, difference, share_of
 from .real_data import LOCOMO_CHART, REAL_DATA_FILES, locomo_chart, real_data_html, real_data_md
 from .recommend import Recommendation, recommend
 from .report import (
@@ -32,11 +32,14 @@ __all__ = [
     "RUN_FILES",
     "BaselineSection",
     "Check",
+    "Difference",
     "FrontierPoint",
+    "Outcomes",
     "Recommendation",
     "RunDirError",
     "Share",
     "baseline_section",
+    "difference",
     "format_terminal_table",
     "frontier",
     "frontier_reading",

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..frames import probe_frame
 from ..schema import ALL_SUITES, LEGACY_NO_EMBEDDING, NO_EMBEDDING, all_records
-from .intervals import Share, difference, share_of
+from .intervals import Outcomes, Share, difference, share_of
 
 __all__ = ["ALL", "Check", "pair_label", "pairs", "run_checks", "suites"]
 
@@ -82,7 +82,9 @@ def _versus(suite: str, mine: Share, theirs: Share) -> str:
     return f"{suite} ({_pct(mine.value)} vs {_pct(theirs.value)}, {counts}{tie})"
 
 
-def _beats_truncate(records: Sequence[Mapping[str, Any]]) -> list[Check]:
+def _beats_truncate(
+    records: Sequence[Mapping[str, Any]], outcomes: Outcomes | None = None
+) -> list[Check]:
     index = _index(records)
     names = suites(records)
     embeddings = [e for s, e in pairs(records) if s == "memory-context"]
@@ -101,14 +103,14 @@ def _beats_truncate(records: Sequence[Mapping[str, Any]]) -> list[Check]:
             mine, theirs = share_of(mine_record), share_of(theirs_record)
             if not (mine.known and theirs.known):
                 continue
-            sign = difference(mine_record, theirs_record).sign
+            sign = difference(mine_record, theirs_record, outcomes=outcomes).sign
             bucket = ahead if sign > 0 else behind if sign < 0 else within
             bucket.append(_versus(suite, mine, theirs))
         judged = len(ahead) + len(within) + len(behind)
         mine_pooled = index.get((ALL, "memory-context", embedding))
         theirs_pooled = index.get((ALL, "truncate", NO_EMBEDDING))
         mine_all, theirs_all = share_of(mine_pooled), share_of(theirs_pooled)
-        overall = difference(mine_pooled, theirs_pooled)
+        overall = difference(mine_pooled, theirs_pooled, outcomes=outcomes)
         pooled = (
             f"{_pct(mine_all.value)} vs {_pct(theirs_all.value)} over all suites, {overall.text()}"
         )
@@ -232,7 +234,9 @@ def _violations(records: Sequence[Mapping[str, Any]]) -> Check:
 def run_checks(
     summary: Mapping[str, Any], probes: Sequence[Mapping[str, Any]] | None = None
 ) -> list[Check]:
-    """The checks of a run; ``probes`` (results.jsonl rows) makes the full check exact."""
+    """The checks of a run; ``probes`` (results.jsonl rows) makes the full check exact and
+    the comparisons with truncate paired (probe by probe)."""
     records: Sequence[Mapping[str, Any]] = all_records(summary)
     full = _full_ceiling_from_probes(probes) if probes else _full_ceiling_from_records(records)
-    return [*_beats_truncate(records), full, _violations(records)]
+    outcomes = Outcomes.from_probes(probes) if probes else None
+    return [*_beats_truncate(records, outcomes), full, _violations(records)]

@@ -106,7 +106,7 @@ def gather(
     said = summary_model_note(summary)
     return ReportParts(
         summary=summary,
-        recommendation=recommend(summary),
+        recommendation=recommend(summary, probes),
         headline=headline_table(summary),
         notes=(INTERVAL_NOTE, *([said] if said else [])),
         by_suite=suite_table(summary),

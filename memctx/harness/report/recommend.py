@@ -17,14 +17,14 @@ the noise rule (:mod:`.intervals`) applied to whatever the run measured.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..schema import all_records
 from .checks import pair_label, pairs, suites
 from .frontier import FrontierPoint, frontier
-from .intervals import difference, share_of
+from .intervals import Outcomes, difference, share_of
 from .notes import summary_model, summary_strategies_run
 
 __all__ = ["SAVING", "WIDE", "Recommendation", "recommend"]
@@ -62,11 +62,14 @@ def _accuracy(point: FrontierPoint) -> str:
 
 
 def _within(
-    a: FrontierPoint, b: FrontierPoint, records: Mapping[tuple[str, str], Mapping[str, Any]]
+    a: FrontierPoint,
+    b: FrontierPoint,
+    records: Mapping[tuple[str, str], Mapping[str, Any]],
+    outcomes: Outcomes | None,
 ) -> bool:
     """True when ``a`` and ``b`` cannot be told apart on recall accuracy."""
     key_a, key_b = (a.strategy, a.embedding), (b.strategy, b.embedding)
-    return difference(records.get(key_a), records.get(key_b)).sign == 0
+    return difference(records.get(key_a), records.get(key_b), outcomes=outcomes).sign == 0
 
 
 def _saving(point: FrontierPoint, than: FrontierPoint) -> float | None:
@@ -87,7 +90,9 @@ def _saves(point: FrontierPoint, than: FrontierPoint) -> bool:
     return saving is not None and saving >= SAVING
 
 
-def _suite_caveat(summary: Mapping[str, Any], pick: FrontierPoint) -> str | None:
+def _suite_caveat(
+    summary: Mapping[str, Any], pick: FrontierPoint, outcomes: Outcomes | None
+) -> str | None:
     """The suites where another configuration is ahead of the pick beyond noise."""
     records = all_records(summary)
     index = {(str(r["suite"]), str(r["strategy"]), str(r["embedding"])): r for r in records}
@@ -95,7 +100,7 @@ def _suite_caveat(summary: Mapping[str, Any], pick: FrontierPoint) -> str | None
     for suite in suites(records):
         mine = index.get((suite, pick.strategy, pick.embedding))
         rivals = [
-            (difference(index.get((suite, *p)), mine), p)
+            (difference(index.get((suite, *p)), mine, outcomes=outcomes), p)
             for p in pairs(records)
             if p != (pick.strategy, pick.embedding) and p[0] != "full"
         ]
@@ -117,7 +122,10 @@ def _suite_caveat(summary: Mapping[str, Any], pick: FrontierPoint) -> str | None
 
 
 def _caveats(
-    summary: Mapping[str, Any], points: Sequence[FrontierPoint], pick: FrontierPoint
+    summary: Mapping[str, Any],
+    points: Sequence[FrontierPoint],
+    pick: FrontierPoint,
+    outcomes: Outcomes | None = None,
 ) -> list[str]:
     out = []
     pooled = {(str(r["strategy"]), str(r["embedding"])): r for r in summary.get("pooled", [])}
@@ -141,7 +149,7 @@ def _caveats(
             f"n={pick.n}): configurations closer than that cannot be ranked"
             + (" (a --quick run; the full run asks more probes)." if quick else ".")
         )
-    suite_said = _suite_caveat(summary, pick)
+    suite_said = _suite_caveat(summary, pick, outcomes)
     if suite_said:
         out.append(suite_said)
     violations = (pooled.get((pick.strategy, pick.embedding)) or {}).get("violations") or 0
@@ -162,8 +170,17 @@ def _caveats(
     return out
 
 
-def recommend(summary: Mapping[str, Any]) -> Recommendation:
-    """The recommendation of a run (pooled records over all suites)."""
+def recommend(
+    summary: Mapping[str, Any], probes: Iterable[Mapping[str, Any]] | None = None
+) -> Recommendation:
+    """The recommendation of a run (pooled records over all suites).
+
+    Args:
+        summary: The run's ``summary.json``.
+        probes: Its probe rows (``results.jsonl``): configurations are then compared probe
+            by probe (:class:`.intervals.Outcomes`), which tells closer ones apart.
+    """
+    outcomes = Outcomes.from_probes(probes) if probes is not None else None
     points = frontier(all_records(summary))
     comparable = [p for p in points if p.excluded is None]
     if not comparable:
@@ -182,10 +199,14 @@ def recommend(summary: Mapping[str, Any]) -> Recommendation:
     cheapest = min(
         comparable, key=lambda p: (p.cost_per_call or 0.0, -(p.recall_accuracy or 0.0), p.label)
     )
-    close = [p for p in comparable if p is not best and _within(p, best, records)]
+    close = [p for p in comparable if p is not best and _within(p, best, records, outcomes)]
     on_frontier = [p for p in comparable if p.on_frontier]
     pick = min(
-        [p for p in on_frontier if p is best or (_within(p, best, records) and _saves(p, best))],
+        [
+            p
+            for p in on_frontier
+            if p is best or (_within(p, best, records, outcomes) and _saves(p, best))
+        ],
         key=lambda p: (p.cost_per_call or 0.0, -(p.recall_accuracy or 0.0), p.label),
     )
     said_best = f"Best accuracy: {best.label}, {_accuracy(best)}, at {_usd(best.cost_per_call)}"
@@ -203,7 +224,7 @@ def recommend(summary: Mapping[str, Any]) -> Recommendation:
     if pick is best:
         cheaper = [p for p in on_frontier if (p.cost_per_call or 0.0) < (best.cost_per_call or 0.0)]
         reason = "the most accurate configuration"
-        level = [p for p in cheaper if not _saves(p, best) and _within(p, best, records)]
+        level = [p for p in cheaper if not _saves(p, best) and _within(p, best, records, outcomes)]
         cheaper = [p for p in cheaper if _saves(p, best)]
         if level:
             names = ", ".join(f"{p.label} ({p.share.text(n=False)})" for p in level)
@@ -237,5 +258,5 @@ def recommend(summary: Mapping[str, Any]) -> Recommendation:
         pick.label,
         headline,
         (said_best, said_cheap, said_frontier + "."),
-        tuple(_caveats(summary, points, pick)),
+        tuple(_caveats(summary, points, pick, outcomes)),
     )

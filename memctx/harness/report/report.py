@@ -55,11 +55,11 @@ Baseline = str | Path | Mapping[str, Any]
 def format_terminal_table(
     summary: Mapping[str, Any], probes: Sequence[Mapping[str, Any]] | None = None
 ) -> str:
-    """The table printed after ``memctx eval``: all suites per strategy, the checks
-    (``probes``, the results.jsonl rows, make the full-ceiling check compare like with
-    like) and the recommendation in a sentence."""
+    """The table printed after ``memctx eval``: all suites per strategy, the checks and the
+    recommendation in a sentence (``probes``, the results.jsonl rows, make the full-ceiling
+    check compare like with like and the comparisons of configurations paired)."""
     checks = "\n".join(f"{c.verdict:<4}  {c.text}" for c in run_checks(summary, probes))
-    reco = recommend(summary)
+    reco = recommend(summary, probes)
     return f"{text_table(terminal_table(summary))}\n\n{checks}\n\n{reco.headline}"
 
 
