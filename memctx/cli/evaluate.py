@@ -1,4 +1,4 @@
-"""``memctx eval``: options, the run, the terminal table, the gate.
+"""``memctx eval``: the run, the terminal table, the gate (its arguments: :mod:`.eval_args`).
 
 Kept apart from :mod:`memctx.cli` so the command line module stays a thin dispatcher and the
 harness can be driven from Python (:func:`memctx.harness.run.run_eval`) with the same options.
@@ -9,251 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .options import (
-    OptionError,
-    describe_os_error,
-    fail,
-    parse_set,
-    positive,
-    shared_datasets_dir,
-)
+from .eval_args import LOCOMO, REAL_COMPACTIONS, llm_limits, options_from_args
+from .options import OptionError, describe_os_error, fail, shared_datasets_dir
 
-__all__ = ["add_eval_arguments", "eval_command", "finish_eval", "options_from_args"]
-
-
-def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``memctx eval`` (every one documented in ``--help``)."""
-    from memctx.harness import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES
-
-    parser.add_argument(
-        "--suite",
-        action="append",
-        help="suite to run (repeatable; default: every suite); claude-code: Claude Code's "
-        "own compactions against memctx on hand-written probes; locomo: LoCoMo evidence "
-        "recall through the recall block and memory_search (both from ../shared/datasets)",
-    )
-    parser.add_argument(
-        "--strategy",
-        action="append",
-        help=f"strategy (repeatable; default: {', '.join(DEFAULT_STRATEGIES)})",
-    )
-    parser.add_argument(
-        "--embedding",
-        action="append",
-        choices=list(DEFAULT_EMBEDDINGS),
-        help="embedder for strategies that search (repeatable; default: hash and transformer, "
-        "hash only with --quick)",
-    )
-    parser.add_argument(
-        "--window",
-        type=int,
-        action="append",
-        help="context window in tokens (repeatable; default: each scenario's own window)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="a small generated set (every suite, hash only unless --embedding): under a minute",
-    )
-    parser.add_argument(
-        "--jobs", type=int, help="worker processes, or Ray actors (default: CPU count)"
-    )
-    parser.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default="local",
-        help="where the jobs run: local (this machine's process pool, the default) or ray "
-        "(a Ray cluster, pip install 'memctx[ray]'); the results are the same",
-    )
-    parser.add_argument(
-        "--ray-address",
-        metavar="HOST:PORT",
-        help="with --executor ray: the cluster to join (ray start --head prints it; default: "
-        "start a local Ray with --jobs CPUs)",
-    )
-    parser.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
-    )
-    parser.add_argument(
-        "--config", help="JSON or TOML file of config overrides (nested or dotted keys)"
-    )
-    parser.add_argument(
-        "--llm", metavar="MODEL", help="answer and judge probes with this litellm model"
-    )
-    parser.add_argument(
-        "--llm-concurrency",
-        type=int,
-        metavar="N",
-        help="with --llm: calls in flight at once per provider, across every worker "
-        "(default 4); rate limits and transient errors are retried with jittered backoff",
-    )
-    parser.add_argument(
-        "--max-cost",
-        type=float,
-        metavar="USD",
-        help="with --llm: stop before a call that could take the run's spend over USD; the "
-        "summary covers the jobs done and the exit status is 1",
-    )
-    parser.add_argument(
-        "--answer-model",
-        default="claude-sonnet-4-5",
-        help="litellm model whose prices give cost_usd (default claude-sonnet-4-5)",
-    )
-    parser.add_argument(
-        "--out",
-        help="run directory to write (default: a new reports/runs/<time>-<config>/, and "
-        "reports/latest points at it once the run has finished)",
-    )
-    parser.add_argument(
-        "--datasets",
-        help="folder of scenario files SUITE.jsonl(.gz) (default: datasets/v1); any file there "
-        "is a suite, so your own scenarios run next to the built-in ones",
-    )
-    parser.add_argument(
-        "--plugin",
-        action="append",
-        metavar="MODULE",
-        help="import this module first, in every worker too (repeatable): it can call "
-        "memctx.harness.strategies.base.register_strategy to add a strategy",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="generator and bootstrap seed")
-    parser.add_argument("--baseline", help="summary.json to compare against (the gate)")
-    parser.add_argument(
-        "--fail-on",
-        metavar="SPEC",
-        help="gate tolerances (needs --baseline), e.g. recall_accuracy:ci (a fall beyond the "
-        "noise both runs measured, the default), recall_accuracy:-2p (at most 2 probes), "
-        "cost_usd:+5%%",
-    )
-    parser.add_argument(
-        "--sweep",
-        metavar="KEY=V1,V2,...",
-        help="run the matrix once per value of one config setting (e.g. "
-        "hardCapTokens=1000,2000,4000): a run folder per value inside the sweep's folder, "
-        "and sweep.md / sweep.json / sweep.png with the curve",
-    )
-    parser.add_argument(
-        "--resume",
-        metavar="RUN_DIR",
-        help="complete a run that stopped (killed, crashed, interrupted): its finished jobs "
-        "are kept, the others run, and the summary is the one an uninterrupted run writes; "
-        "the run's own options are used (only --jobs, --executor, --ray-address, "
-        "--llm-concurrency, --max-cost, --no-progress, --no-report, --baseline and --fail-on "
-        "may be given with it)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
-    parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
-
-
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(_flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from memctx.config import MemoryContextConfig
-
-    overrides: dict[str, Any] = {}
-    if args.config:
-        overrides.update(_flatten(_read_overrides(Path(args.config))))
-    overrides.update(parse_set(args.set))
-    # Fail now, naming the key, rather than in every worker.
-    MemoryContextConfig(enabled=True).with_overrides(overrides)
-    return overrides
-
-
-def _read_overrides(path: Path) -> Mapping[str, Any]:
-    """The object of a ``--config`` JSON or TOML file (errors never quote the file)."""
-    from memctx.transcripts import open_input_file
-
-    with open_input_file(path, what="--config file") as handle:
-        text = handle.read_text()
-    fix = "pass a JSON or TOML file holding an object of config keys"
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise OptionError(f"--config {path} is not JSON ({exc.msg} at {where}); {fix}") from None
-    except tomllib.TOMLDecodeError as exc:  # its message gives the line, not the text
-        raise OptionError(f"--config {path} is not TOML ({exc}); {fix}") from None
-    except (ValueError, RecursionError) as exc:
-        raise OptionError(f"--config {path} cannot be read ({type(exc).__name__}); {fix}") from None
-    if not isinstance(data, Mapping):
-        raise OptionError(
-            f"--config {path} holds a JSON {type(data).__name__}, not an object; {fix}"
-        )
-    return data
-
-
-def options_from_args(args: argparse.Namespace) -> Any:
-    """Build :class:`memctx.harness.run.EvalOptions` from parsed arguments."""
-    from memctx.harness import DEFAULT_EMBEDDINGS, DEFAULT_STRATEGIES, EvalOptions
-
-    embeddings = tuple(args.embedding or (("hash",) if args.quick else DEFAULT_EMBEDDINGS))
-    kwargs: dict[str, Any] = {}
-    positive("--window", args.window)
-    positive("--seed", args.seed, zero=True)
-    if args.jobs is not None:
-        positive("--jobs", args.jobs)
-        kwargs["jobs"] = args.jobs
-    kwargs.update(_llm_limits(args, llm=args.llm))
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise OptionError(f"--out {out} is a file; pass a folder for the run directory")
-    real_data = (REAL_COMPACTIONS, LOCOMO)
-    return EvalOptions(
-        suites=tuple(s for s in args.suite or () if s not in real_data),
-        strategies=tuple(args.strategy or DEFAULT_STRATEGIES),
-        embeddings=tuple(dict.fromkeys(embeddings)),
-        windows=tuple(args.window or ()),
-        quick=args.quick,
-        overrides=_overrides(args),
-        llm=args.llm,
-        out_dir=out,
-        datasets_dir=Path(args.datasets) if args.datasets else None,
-        seed=args.seed,
-        answer_model=args.answer_model,
-        progress=not args.no_progress,
-        plugins=tuple(args.plugin or ()),
-        executor=args.executor,
-        ray_address=args.ray_address,
-        **kwargs,
-    )
-
-
-def _llm_limits(args: argparse.Namespace, *, llm: str | None) -> dict[str, Any]:
-    """``--llm-concurrency`` and ``--max-cost`` as EvalOptions fields (checked: they need a
-    model, a concurrency of 1 or more and a budget above 0)."""
-    out: dict[str, Any] = {}
-    for flag, name, value in (
-        ("--llm-concurrency", "llm_concurrency", getattr(args, "llm_concurrency", None)),
-        ("--max-cost", "max_cost", getattr(args, "max_cost", None)),
-    ):
-        if value is None:
-            continue
-        if not llm:
-            raise OptionError(f"{flag} needs --llm MODEL (it limits the real model's calls)")
-        if name == "llm_concurrency" and value < 1:
-            raise OptionError(f"--llm-concurrency must be 1 or more, got {value}")
-        if name == "max_cost" and not value > 0:  # NaN too
-            raise OptionError(f"--max-cost must be a positive amount of USD, got {value}")
-        out[name] = value
-    return out
-
-
-REAL_COMPACTIONS = "claude-code"
-LOCOMO = "locomo"
+__all__ = ["eval_command", "finish_eval"]
 
 
 def _locomo_suite(args: argparse.Namespace) -> int:
@@ -377,7 +139,7 @@ def _resumed(args: argparse.Namespace) -> Any:
     folder = Path(args.resume)
     plan = read_plan(folder)
     extra: dict[str, Any] = {"jobs": args.jobs} if args.jobs else {}
-    extra.update(_llm_limits(args, llm=plan["options"].get("llm")))
+    extra.update(llm_limits(args, llm=plan["options"].get("llm")))
     return EvalOptions(
         **plan["options"],
         out_dir=folder,

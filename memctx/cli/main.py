@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     trajectories.set_defaults(func=_cmd_trajectories)
 
-    from .evaluate import add_eval_arguments
+    from .eval_args import add_eval_arguments
 
     evaluate = sub.add_parser(
         "eval",
