@@ -5,7 +5,8 @@ RUN_A is the baseline (before), RUN_B the run to judge (after); each is a run fo
 run id under ``reports/runs`` (or a unique prefix of one) or ``latest``. The terminal shows a
 table per metric: per suite × strategy × embedding, A, B and the change, with 95 % intervals
 and ``*`` on the shares whose change is beyond the noise
-(:func:`memctx.harness.compare_runs`, the same rule as the gate's ``ci`` tolerance). Pooled
+(:func:`memctx.harness.compare_runs`: probe by probe where both runs' ``results.jsonl`` cover
+the same scenarios, else the gate's ``ci`` rule over the two intervals). Pooled
 rows (``all``) are compared only over the same suites; rows of only one run are listed once.
 ``--md FILE`` and ``--html FILE`` also write the comparison as Markdown and as a
 self-contained HTML page.
@@ -96,6 +97,8 @@ def compare_command(args: argparse.Namespace) -> int:
         deltas_html_page,
         format_deltas_md,
         format_deltas_text,
+        paired_note,
+        probe_rows_of,
         read_summary,
     )
 
@@ -106,8 +109,11 @@ def compare_command(args: argparse.Namespace) -> int:
         after = read_summary(args.run_b, reports=reports, what="RUN_B")
     except ValueError as exc:
         return fail(str(exc))
-    deltas = compare_runs(before, after, metrics)
+    rows = (probe_rows_of(args.run_a, reports), probe_rows_of(args.run_b, reports))
+    probes = None if rows[0] is None or rows[1] is None else (rows[0], rows[1])
+    deltas = compare_runs(before, after, metrics, probes=probes)
     notes = comparison_notes(before, after, before_name="A", after_name="B")
+    notes.append(paired_note(deltas))
     heading = f"A = {_label(args.run_a, before)}\nB = {_label(args.run_b, after)}"
     print(f"{heading}\n\n{format_deltas_text(deltas, notes, before='A', after='B')}")
     outputs = []

@@ -43,6 +43,7 @@ from .deltas_render import (
     format_deltas_html,
     format_deltas_md,
     format_deltas_text,
+    paired_note,
 )
 from .engine import ScenarioResult, run_scenario
 from .executor import (
@@ -62,6 +63,7 @@ from .journal import JOURNAL, PLAN, JobJournal, job_key, read_plan, write_plan
 from .llm_runs import budget_line, budget_section, llm_timing, run_limits
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile
 from .noise import SHARE_METRICS, beyond_noise, share_interval
+from .outcomes import Outcomes, paired_change, probe_rows_of, same_scenarios
 from .pooling import pool_records
 from .ray_executor import RAY_INSTALL, RayExecutor, RayUnavailable, require_ray
 from .replay import ReplayReport, format_replay, replay_transcript
@@ -152,6 +154,7 @@ __all__ = [
     "MemoryContextStrategy",
     "Messages",
     "MetricChange",
+    "Outcomes",
     "Prepared",
     "Probe",
     "ProbeExplanation",
@@ -213,6 +216,8 @@ __all__ = [
     "match_rows",
     "new_run_id",
     "normalise_answer",
+    "paired_change",
+    "paired_note",
     "parse_fail_on",
     "parse_strategy",
     "parse_sweep",
@@ -220,6 +225,7 @@ __all__ = [
     "point_latest",
     "pool_records",
     "probe_frame",
+    "probe_rows_of",
     "read_plan",
     "read_summary",
     "recorded_compactions",
@@ -234,6 +240,7 @@ __all__ = [
     "run_limits",
     "run_scenario",
     "run_sweep",
+    "same_scenarios",
     "share_interval",
     "transcript_scenario",
     "upgrade_summary",

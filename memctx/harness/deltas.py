@@ -21,7 +21,7 @@ tolerance).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from memctx.transcripts import InputFileError, read_input_bytes
 
 from .noise import SHARE_METRICS, beyond_noise, share_interval
+from .outcomes import Outcomes, paired_change, same_scenarios
 from .pooling import pool_records, to_number
 from .runs import find_run
 from .schema import ALL_SUITES, HIGHER_IS_BETTER, upgrade_summary
@@ -90,6 +91,8 @@ class MetricChange:
         after_ci: Likewise for the after run.
         significant: For a share, whether the change is beyond the noise; else ``None``.
         better: ``+1`` when a higher value is better, ``-1`` when lower is.
+        paired: ``significant`` was judged probe by probe (both runs' probe rows, same
+            scenarios), not as independent samples.
     """
 
     metric: str
@@ -99,6 +102,7 @@ class MetricChange:
     after_ci: tuple[float, float] | None
     significant: bool | None
     better: int
+    paired: bool = False
 
     @property
     def delta(self) -> float | None:
@@ -290,6 +294,8 @@ def compare_runs(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
     metrics: Sequence[str] | None = None,
+    *,
+    probes: tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None = None,
 ) -> list[Delta]:
     """The deltas of every row both runs have (see the module docstring for pooled rows).
 
@@ -297,6 +303,9 @@ def compare_runs(
         before: The baseline's summary (schema 1 or 2; upgraded in memory).
         after: The run's summary.
         metrics: Keys of :data:`COMPARE_METRICS`; default :data:`DEFAULT_COMPARE_METRICS`.
+        probes: The two runs' probe rows (``results.jsonl``), before's first: a share of a
+            suite both runs played on identical scenarios is then judged probe by probe
+            (:func:`memctx.harness.outcomes.paired_change`).
 
     Returns:
         One :class:`Delta` per paired row: per-suite rows in the before run's order, then
@@ -309,21 +318,17 @@ def compare_runs(
     unknown = [m for m in chosen if m not in COMPARE_METRICS]
     if unknown:
         raise ValueError(f"unknown metric {unknown[0]!r}; choose from {', '.join(COMPARE_METRICS)}")
-    match = match_rows(_upgraded(before), _upgraded(after))
-    deltas = []
-    for pair in match.pairs:
-        changes = tuple(
-            MetricChange(
-                metric,
-                metric_value(pair.before, metric),
-                metric_value(pair.after, metric),
-                share_interval(pair.before, metric) if metric in SHARE_METRICS else None,
-                share_interval(pair.after, metric) if metric in SHARE_METRICS else None,
-                beyond_noise(pair.before, pair.after, metric),
-                COMPARE_METRICS[metric],
-            )
-            for metric in chosen
+    before, after = _upgraded(before), _upgraded(after)
+    outcomes: tuple[Outcomes, Outcomes] | None = None
+    if probes is not None:
+        shared = same_scenarios(before, after)
+        outcomes = (
+            Outcomes.from_probes(probes[0], shared),
+            Outcomes.from_probes(probes[1], shared),
         )
+    deltas = []
+    for pair in match_rows(before, after).pairs:
+        changes = tuple(_change(pair, metric, outcomes) for metric in chosen)
         fit_before, fit_after = (to_number(r.get("fit")) for r in (pair.before, pair.after))
         deltas.append(
             Delta(
@@ -337,6 +342,27 @@ def compare_runs(
             )
         )
     return deltas
+
+
+def _change(pair: RowPair, metric: str, outcomes: tuple[Outcomes, Outcomes] | None) -> MetricChange:
+    """One metric of a row pair; a share's significance probe by probe when it can be."""
+    share = metric in SHARE_METRICS
+    significant = beyond_noise(pair.before, pair.after, metric)
+    paired = None
+    if share and outcomes is not None and not pair.note:  # a rebuilt pooled row: not paired
+        paired = paired_change(pair.after, outcomes[1], pair.before, outcomes[0], metric)
+    if paired is not None:
+        significant = abs(paired[0]) > paired[1] + _EPS
+    return MetricChange(
+        metric,
+        metric_value(pair.before, metric),
+        metric_value(pair.after, metric),
+        share_interval(pair.before, metric) if share else None,
+        share_interval(pair.after, metric) if share else None,
+        significant,
+        COMPARE_METRICS[metric],
+        paired=paired is not None,
+    )
 
 
 def _upgraded(summary: Mapping[str, Any]) -> Mapping[str, Any]:

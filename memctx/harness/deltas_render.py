@@ -33,6 +33,7 @@ __all__ = [
     "format_deltas_md",
     "format_deltas_text",
     "format_value",
+    "paired_note",
 ]
 
 _PERCENT = (*SHARE_METRICS, "cached_share")
@@ -50,7 +51,8 @@ _UNITS = {
 _LEGEND = (
     "Shares of fitted probes in percent with their 95 % interval (bootstrap, widened to "
     "Wilson); changes in percentage points (pts); * = the change is beyond the noise (the "
-    "difference's 95 % interval, from the two intervals, excludes 0). n = fitted probes. "
+    "difference's 95 % interval excludes 0: probe by probe where both runs' probe rows cover "
+    "the same scenarios, else from the two intervals). n = fitted probes. "
     "all = pooled over the suites; all† = the before figure pooled from its per-suite rows "
     "over the suites both runs ran."
 )
@@ -82,6 +84,26 @@ def _number(metric: str, value: float, sign: str = "") -> str:
     if float(value).is_integer():
         return f"{int(value):{sign},}"
     return f"{value:{sign},.1f}"
+
+
+def paired_note(deltas: Sequence[Delta]) -> str:
+    """How the shares' changes were judged: how many probe by probe, how many not."""
+    shares = [c for d in deltas for c in d.changes if c.significant is not None]
+    paired = sum(c.paired for c in shares)
+    if not shares:
+        return "no shares compared."
+    which = "the share change" if len(shares) == 1 else f"all {len(shares)} share changes"
+    if paired == len(shares):
+        return f"{which} judged probe by probe (paired, same scenarios)."
+    if not paired:
+        return (
+            f"{which} judged from the two intervals (no probe rows of both runs over the "
+            "same scenarios to pair)."
+        )
+    return (
+        f"{paired} of {len(shares)} share changes judged probe by probe (paired, same "
+        "scenarios); the others from the two intervals."
+    )
 
 
 def format_change(change: MetricChange) -> str:

@@ -9,13 +9,13 @@ shows, sums up what moved beyond noise in a sentence or two, and renders the sec
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..deltas import Delta, compare_runs, comparison_notes, read_summary
-from ..deltas_render import format_deltas_html, format_deltas_md
+from ..deltas_render import format_deltas_html, format_deltas_md, paired_note
 from .checks import pair_label
 from .loading import RunDirError
 
@@ -107,11 +107,17 @@ def _findings(deltas: Sequence[Delta]) -> list[str]:
 
 
 def baseline_section(
-    run: Mapping[str, Any], baseline: Mapping[str, Any], name: str
+    run: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    name: str,
+    *,
+    probes: tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None = None,
 ) -> BaselineSection:
-    """Compare ``run`` with ``baseline`` (both summaries) for the report."""
-    deltas = compare_runs(baseline, run, BASELINE_METRICS)
+    """Compare ``run`` with ``baseline`` (both summaries) for the report; ``probes``, the
+    baseline's probe rows then the run's, pair the shares probe by probe."""
+    deltas = compare_runs(baseline, run, BASELINE_METRICS, probes=probes)
     notes = comparison_notes(baseline, run, before_name=_BEFORE, after_name=_AFTER)
+    notes.append(paired_note(deltas))
     return BaselineSection(name, tuple(deltas), tuple(notes), tuple(_findings(deltas)))
 
 

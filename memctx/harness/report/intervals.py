@@ -5,21 +5,23 @@ A share's 95 % interval is the record's bootstrap interval widened to the Wilson
 interval over its ``fit`` probes where that is wider, so 2 answers out of 2 probes read as
 "somewhere between 34 % and 100 %", not as a certain 100 %. Two shares differ beyond noise
 when the 95 % interval of their difference excludes zero. Two configurations of one run
-ask the same probes: given the run's probe rows (:class:`Outcomes`), their difference is
-judged probe by probe (:func:`memctx.harness.noise.paired_noise`, Newcombe's method for
-paired proportions), so the probes both answer cancel out. Without the rows, or for a metric
-that is not a yes/no per probe (evidence recall), the two figures are treated as
-independent samples (Newcombe's square-root rule over the two intervals), which errs towards
-"not distinguishable", never towards a false loss or a false win.
+ask the same probes: given the run's probe rows
+(:class:`memctx.harness.outcomes.Outcomes`), their difference is judged probe by probe
+(:func:`memctx.harness.outcomes.paired_change`, Newcombe's method for paired proportions),
+so the probes both answer cancel out. Without the rows, or for a metric that is not a
+yes/no per probe (evidence recall), the two figures are treated as independent samples
+(Newcombe's square-root rule over the two intervals), which errs towards "not
+distinguishable", never towards a false loss or a false win.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..noise import noise_for, paired_noise, share_interval
+from ..noise import noise_for, share_interval
+from ..outcomes import Outcomes, paired_change
 from .cells import num
 
 __all__ = ["INTERVAL_NOTE", "Difference", "Outcomes", "Share", "difference", "share_of"]
@@ -32,8 +34,6 @@ INTERVAL_NOTE = (
     "probe (a paired interval, Newcombe's method for paired proportions), so only the probes "
     "they disagree on count."
 )
-_ProbeKey = tuple[str, str, str]  # suite, scenario, probe id
-_ROUNDING = 5e-4  # summary.json's shares are rounded to 4 decimal places
 _EPS = 1e-9
 
 
@@ -124,56 +124,6 @@ class Difference:
         return f"{100 * self.delta:+.1f} points (noise ±{100 * self.noise:.1f})"
 
 
-@dataclass(frozen=True)
-class Outcomes:
-    """Each probe's yes/no outcome per record of one run: what a paired comparison needs.
-
-    Attributes:
-        rows: Per (suite, strategy, embedding), the run's probe rows (``results.jsonl``).
-    """
-
-    rows: Mapping[tuple[str, str, str], tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
-
-    @classmethod
-    def from_probes(cls, probes: Iterable[Mapping[str, Any]]) -> Outcomes:
-        """Group a run's probe rows by record."""
-        grouped: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
-        for row in probes:
-            key = (str(row.get("suite")), str(row.get("strategy")), str(row.get("embedding")))
-            grouped.setdefault(key, []).append(row)
-        return cls({key: tuple(rows) for key, rows in grouped.items()})
-
-    def of(self, record: Mapping[str, Any], metric: str) -> dict[_ProbeKey, bool] | None:
-        """The outcome of every scored probe of ``record`` (a pooled record: of every suite);
-        ``None`` when the run has no rows for it or ``metric`` is not a yes/no per probe."""
-        suite, pair = str(record.get("suite")), (record.get("strategy"), record.get("embedding"))
-        keys = [
-            key
-            for key in self.rows
-            if (key[1], key[2]) == tuple(map(str, pair)) and suite in ("all", key[0])
-        ]
-        out: dict[_ProbeKey, bool] = {}
-        for key in keys:
-            for row in self.rows[key]:
-                value = row.get(metric)
-                if value is None:
-                    continue  # not scored (a probe whose context did not fit)
-                if not isinstance(value, bool):
-                    return None  # a fraction per probe (evidence recall): not paired
-                out[(key[0], str(row.get("scenario")), str(row.get("probe")))] = value
-        return out or None
-
-
-def _agrees(
-    outcomes: Mapping[_ProbeKey, bool] | None, record: Mapping[str, Any], metric: str
-) -> bool:
-    """The outcomes average to the record's figure (rounded to 4 places in summary.json)."""
-    value = num(record.get(metric))
-    if not outcomes or value is None:
-        return False
-    return abs(sum(outcomes.values()) / len(outcomes) - value) < _ROUNDING
-
-
 def difference(
     a: Mapping[str, Any] | None,
     b: Mapping[str, Any] | None,
@@ -185,15 +135,9 @@ def difference(
     (:func:`noise.paired_noise`), else as independent samples (:func:`noise.noise_for`)."""
     if a is None or b is None:
         return Difference(None, None)
-    if outcomes is not None:
-        mine, theirs = outcomes.of(a, metric), outcomes.of(b, metric)
-        # Only over the same probes, and only rows that give the records' figures: else the
-        # paired change would not be the change between the two figures shown.
-        same = mine is not None and theirs is not None and mine.keys() == theirs.keys()
-        same = same and _agrees(mine, a, metric) and _agrees(theirs, b, metric)
-        paired = paired_noise(theirs, mine) if same and mine and theirs else None
-        if paired is not None:
-            return Difference(paired[0], paired[1], paired=True)
+    paired = paired_change(a, outcomes, b, outcomes, metric)
+    if paired is not None:
+        return Difference(paired[0], paired[1], paired=True)
     measured = noise_for(b, a, metric)
     if measured is None:
         return Difference(None, None)

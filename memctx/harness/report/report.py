@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..outcomes import probe_rows_of
 from .baseline import BaselineSection, baseline_section, read_baseline
 from .checks import run_checks
 from .figures import Chart
@@ -77,14 +78,21 @@ def _charts(run_dir: Path, summary: Mapping[str, Any]) -> tuple[list[Chart], str
     return write_charts(summary, session, run_dir / CHARTS_DIR), "No chart: the run has no data."
 
 
-def _baseline(summary: Mapping[str, Any], baseline: Baseline | None) -> BaselineSection | None:
+def _baseline(
+    summary: Mapping[str, Any],
+    baseline: Baseline | None,
+    probes: Sequence[Mapping[str, Any]] | None = None,
+) -> BaselineSection | None:
     if baseline is None:
         return None
     if isinstance(baseline, Mapping):
         base, name = dict(baseline), str(baseline.get("run") or "the baseline")
+        rows = None
     else:
         base, name = read_baseline(baseline)
-    return baseline_section(summary, base, name)
+        rows = probe_rows_of(baseline)
+    pairs = None if rows is None or not probes else (rows, probes)
+    return baseline_section(summary, base, name, probes=pairs)
 
 
 def write_report(run_dir: Path, baseline: Baseline | None = None) -> list[Path]:
@@ -106,7 +114,7 @@ def write_report(run_dir: Path, baseline: Baseline | None = None) -> list[Path]:
     require_run_dir(run_dir)
     summary = load_summary(run_dir)
     probes = load_probes(run_dir)
-    section = _baseline(summary, baseline)
+    section = _baseline(summary, baseline, probes)
     charts, note = _charts(run_dir, summary)
     parts = gather(summary, probes, charts, note, section)
     md = run_dir / "report.md"
