@@ -35,7 +35,6 @@ from .deltas import (
     compare_runs,
     comparison_notes,
     match_rows,
-    read_summary,
 )
 from .deltas_render import (
     DELTAS_CSS,
@@ -78,7 +77,7 @@ from .run import (
     run_eval,
     validate_options,
 )
-from .runs import LATEST, RUNS, config_label, find_run, new_run_id, point_latest
+from .runs import LATEST, RUNS, config_label, find_run, new_run_id, point_latest, read_summary
 from .scenario import Probe, Scenario, ScenarioError, Session, dump_scenarios, load_scenarios
 from .schema import (
     ALL_SUITES,

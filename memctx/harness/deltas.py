@@ -20,18 +20,13 @@ tolerance).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from memctx.transcripts import InputFileError, read_input_bytes
 
 from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .outcomes import Outcomes, paired_change, same_scenarios
 from .pooling import pool_records, to_number
-from .runs import find_run
 from .schema import ALL_SUITES, HIGHER_IS_BETTER, upgrade_summary
 
 __all__ = [
@@ -46,7 +41,6 @@ __all__ = [
     "describe_missing",
     "match_rows",
     "metric_value",
-    "read_summary",
     "record_key",
 ]
 
@@ -367,54 +361,3 @@ def _change(pair: RowPair, metric: str, outcomes: tuple[Outcomes, Outcomes] | No
 
 def _upgraded(summary: Mapping[str, Any]) -> Mapping[str, Any]:
     return upgrade_summary(dict(summary)) if summary.get("schema", 2) < 2 else summary
-
-
-def read_summary(
-    spec: str | Path, *, reports: Path = Path("reports"), what: str = "run"
-) -> dict[str, Any]:
-    """The summary of a run, upgraded to the current schema.
-
-    Args:
-        spec: A ``summary.json`` (or any JSON file holding one), a run folder, a run id under
-            ``reports/runs`` or ``latest`` (:func:`memctx.harness.find_run`).
-        reports: The reports folder run ids are looked up in.
-        what: What the run is, for messages (``"baseline"``).
-
-    Raises:
-        ValueError: Nothing there, unreadable, not JSON or not a run summary; the message
-            names the file and what to pass instead.
-    """
-    path = Path(spec)
-    forms = f"pass a summary.json, a run folder, a run id under {reports / 'runs'} or 'latest'"
-    if not path.is_file():
-        if path.suffix == ".json" or (path.is_absolute() and not path.is_dir()):
-            raise ValueError(f"{what} {path} does not exist; {forms}")
-        if path.is_dir() and not (path / "summary.json").is_file():
-            raise ValueError(
-                f"{what} {path} holds no summary.json: it is not a run folder; {forms}"
-            )
-        try:
-            path = find_run(spec, reports) / "summary.json"
-        except FileNotFoundError as exc:
-            raise ValueError(f"{what}: {exc}") from None
-    try:
-        data = json.loads(read_input_bytes(path, what=f"{what} summary"))
-    except InputFileError as exc:
-        raise ValueError(str(exc)) from None
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"cannot read {what} {path}: not JSON ({type(exc).__name__})") from None
-    records = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(records, list):
-        raise ValueError(
-            f"{what} {path} is not a summary.json (no 'records' list); pass the summary.json "
-            "a `memctx eval` run wrote"
-        )
-    for n, record in enumerate([*records, *(data.get("pooled") or [])]):
-        if not isinstance(record, dict) or not all(
-            isinstance(record.get(k), str) for k in ("suite", "strategy", "embedding")
-        ):
-            raise ValueError(
-                f"{what} {path}: record {n} lacks suite/strategy/embedding; regenerate the "
-                "summary with `memctx eval`"
-            )
-    return upgrade_summary(data)

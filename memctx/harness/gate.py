@@ -49,9 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .deltas import describe_missing, match_rows, read_summary, record_key
+from .deltas import describe_missing, match_rows, record_key
 from .noise import SHARE_METRICS, noise_for, share_interval
 from .pooling import to_number
+from .runs import read_summary
 from .schema import ALL_SUITES, HIGHER_IS_BETTER
 
 __all__ = [

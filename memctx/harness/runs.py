@@ -4,18 +4,24 @@ Every ``memctx eval`` without ``--out`` writes a fresh folder
 ``reports/runs/<UTC time>-<short config>/`` and, once it has finished, points
 ``reports/latest`` at it (a relative symlink), so a quick run or a failed one never replaces
 an earlier result. A run is found again by its folder, its ``summary.json``, its id (the
-folder's name, looked up under ``reports/runs``) or ``latest``.
+folder's name, looked up under ``reports/runs``) or ``latest``; :func:`read_summary` reads
+its ``summary.json`` from any of those, upgraded to the current schema.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from memctx.transcripts import InputFileError, read_input_bytes
+
+from .schema import upgrade_summary
 
 __all__ = [
     "LATEST",
@@ -24,6 +30,7 @@ __all__ = [
     "find_run",
     "new_run_id",
     "point_latest",
+    "read_summary",
 ]
 
 RUNS = "runs"  # the folder of run folders, under the reports folder
@@ -141,3 +148,54 @@ def find_run(spec: str | Path, reports: Path = Path("reports")) -> Path:
         f"no run {str(spec)!r}: pass a run folder, its summary.json, a run id under {runs} "
         f"or 'latest'{hint}"
     )
+
+
+def read_summary(
+    spec: str | Path, *, reports: Path = Path("reports"), what: str = "run"
+) -> dict[str, Any]:
+    """The summary of a run, upgraded to the current schema.
+
+    Args:
+        spec: A ``summary.json`` (or any JSON file holding one), a run folder, a run id under
+            ``reports/runs`` or ``latest`` (:func:`memctx.harness.find_run`).
+        reports: The reports folder run ids are looked up in.
+        what: What the run is, for messages (``"baseline"``).
+
+    Raises:
+        ValueError: Nothing there, unreadable, not JSON or not a run summary; the message
+            names the file and what to pass instead.
+    """
+    path = Path(spec)
+    forms = f"pass a summary.json, a run folder, a run id under {reports / 'runs'} or 'latest'"
+    if not path.is_file():
+        if path.suffix == ".json" or (path.is_absolute() and not path.is_dir()):
+            raise ValueError(f"{what} {path} does not exist; {forms}")
+        if path.is_dir() and not (path / "summary.json").is_file():
+            raise ValueError(
+                f"{what} {path} holds no summary.json: it is not a run folder; {forms}"
+            )
+        try:
+            path = find_run(spec, reports) / "summary.json"
+        except FileNotFoundError as exc:
+            raise ValueError(f"{what}: {exc}") from None
+    try:
+        data = json.loads(read_input_bytes(path, what=f"{what} summary"))
+    except InputFileError as exc:
+        raise ValueError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"cannot read {what} {path}: not JSON ({type(exc).__name__})") from None
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        raise ValueError(
+            f"{what} {path} is not a summary.json (no 'records' list); pass the summary.json "
+            "a `memctx eval` run wrote"
+        )
+    for n, record in enumerate([*records, *(data.get("pooled") or [])]):
+        if not isinstance(record, dict) or not all(
+            isinstance(record.get(k), str) for k in ("suite", "strategy", "embedding")
+        ):
+            raise ValueError(
+                f"{what} {path}: record {n} lacks suite/strategy/embedding; regenerate the "
+                "summary with `memctx eval`"
+            )
+    return upgrade_summary(data)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..deltas import Delta, compare_runs, comparison_notes, read_summary
+from ..deltas import Delta, compare_runs, comparison_notes
 from ..deltas_render import format_deltas_html, format_deltas_md, paired_note
+from ..runs import read_summary
 from .checks import pair_label
 from .loading import RunDirError
 
