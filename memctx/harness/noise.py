@@ -23,10 +23,12 @@ a pooled row of 380 probes from 26 (at 276 of 380: 73 % to 66 %).
 **Paired** (:func:`paired_noise`): when both figures are over the same probes and each
 probe's outcome is known (two configurations of one run), the difference's interval is
 Newcombe's method 10 for paired proportions: the same two Wilson intervals, combined with
-the correlation of the outcomes. Probes both configurations answer (or both miss) then
-cancel out and only the probes they disagree on move the difference: 25 probes won and 7
-lost in 380 is a difference beyond the noise although the unpaired rule, blind to the
-pairing, reads 292 against 274 of 380 as noise. One flipped probe in 44 is still within it.
+the correlation of the outcomes (continuity-corrected, as published; it reproduces the
+reference values of Fagerland, Lydersen and Laake's implementation). Probes both
+configurations answer (or both miss) then cancel out and only the probes they disagree on
+move the difference: 25 probes won and 7 lost in 380 is a difference beyond the noise
+although the unpaired rule, blind to the pairing, reads 292 against 274 of 380 as noise.
+One flipped probe in 44 is still within it.
 """
 
 from __future__ import annotations
@@ -146,8 +148,11 @@ def paired_noise(
     low_b, high_b = wilson_interval(p_before, n)
     margins = (both + after_only) * (before_only + neither) * (both + before_only)
     margins *= after_only + neither
-    # The correlation of the two outcomes (phi); 0 when one measurement is constant.
-    phi = (both * neither - after_only * before_only) / math.sqrt(margins) if margins else 0.0
+    # The correlation of the two outcomes (phi), with Newcombe's continuity correction of its
+    # numerator (a positive one is lowered by n/2, to 0 at most); 0 when one side is constant.
+    cross = both * neither - after_only * before_only
+    corrected = max(cross - n / 2, 0.0) if cross >= 0 else float(cross)
+    phi = corrected / math.sqrt(margins) if margins else 0.0
     change = (after_only - before_only) / n
     if change < 0:  # the interval's upper end: how far up from the change it reaches
         x, y = high_a - p_after, p_before - low_b

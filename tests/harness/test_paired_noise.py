@@ -56,6 +56,17 @@ def test_disagreements_decide_where_the_unpaired_rule_sees_noise() -> None:
     assert unpaired is not None and unpaired[1] > change  # ... not as independent samples
 
 
+def test_the_published_reference_values() -> None:
+    # Fagerland, Lydersen and Laake, "Statistical Analysis of Contingency Tables", chapter 8:
+    # the paired table (59, 6; 16, 80) gives -0.0621 (95 % CI -0.1186 to -0.0046) by
+    # Newcombe's square-and-add method (the continuity-corrected correlation).
+    first, second = _table(59, 16, 6, 80)  # after = the second column
+    change, noise = paired_noise(first, second) or (0.0, 0.0)
+    assert round(change, 4) == 0.0621 and round(change - noise, 4) == 0.0046
+    change, noise = paired_noise(second, first) or (0.0, 0.0)
+    assert round(change, 4) == -0.0621 and round(change + noise, 4) == -0.0046
+
+
 def test_one_flipped_probe_in_44_is_within_the_noise() -> None:
     change, noise = paired_noise(*_table(36, 0, 1, 7)) or (0.0, 0.0)
     assert change == -1 / 44 and noise > 1 / 44
