@@ -178,7 +178,8 @@ def recommend(
     Args:
         summary: The run's ``summary.json``.
         probes: Its probe rows (``results.jsonl``): configurations are then compared probe
-            by probe (:class:`.intervals.Outcomes`), which tells closer ones apart.
+            by probe (:class:`memctx.harness.outcomes.Outcomes`), which tells closer ones
+            apart.
     """
     outcomes = Outcomes.from_probes(probes) if probes is not None else None
     points = frontier(all_records(summary))
@@ -228,13 +229,10 @@ def recommend(
         cheaper = [p for p in cheaper if _saves(p, best)]
         if level:
             names = ", ".join(f"{p.label} ({p.share.text(n=False)})" for p in level)
-            verbs = (
-                "cannot be told apart from it but costs"
-                if len(level) == 1
-                else ("cannot be told apart from it but cost")
-            )
+            verb = "costs" if len(level) == 1 else "cost"
             reason += (
-                f"; {names} {verbs} the same per call (under {100 * SAVING:.0f} % less), "
+                f"; {names} cannot be told apart from it but {verb} the same per call (under "
+                f"{100 * SAVING:.0f} % less), "
                 "so nothing is gained by giving up the points"
             )
         if cheaper:
