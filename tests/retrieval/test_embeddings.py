@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.embedders import loaded_transformer
 
 from memctx.errors import StoreError
 from memctx.retrieval import embeddings as _embeddings
@@ -117,12 +118,7 @@ def test_embed_rejects_a_bare_string() -> None:
 
 @pytest.fixture(scope="module")
 def transformer() -> TransformerEmbedder:
-    emb = TransformerEmbedder(batch_size=32)
-    try:
-        emb.load()
-    except EmbeddingUnavailable as exc:
-        pytest.skip(f"the MiniLM model cannot load here: {exc}")
-    return emb
+    return loaded_transformer()
 
 
 def test_transformer_embeds_paraphrases_closer(transformer: TransformerEmbedder) -> None:

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.embedders import loaded_transformer
 
 from memctx import MemoryContextConfig
 from memctx.messages import is_recalled_block, message_text
-from memctx.retrieval import Embedder, EmbeddingUnavailable, HashEmbedder, TransformerEmbedder
+from memctx.retrieval import Embedder, HashEmbedder
 from memctx.runtime import MemoryContext
 
 FACTS = (
@@ -39,18 +40,9 @@ QUESTION = "Which port does the orders queue listen on?"
 FILLER = ("Done with turn 0.", "[tool call] read_file", "ok", "Done with turn 3.", "continue")
 
 
-def _transformer() -> Embedder:
-    emb = TransformerEmbedder(batch_size=32)
-    try:
-        emb.load()
-    except EmbeddingUnavailable as exc:
-        pytest.skip(f"the MiniLM model cannot load here: {exc}")
-    return emb
-
-
 @pytest.fixture(scope="module", params=["hash", "transformer"])
 def embedder(request: pytest.FixtureRequest) -> Embedder:
-    return HashEmbedder() if request.param == "hash" else _transformer()
+    return HashEmbedder() if request.param == "hash" else loaded_transformer()
 
 
 def _engine(tmp_path: Path, embedder: Embedder, **settings: Any) -> MemoryContext:
