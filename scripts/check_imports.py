@@ -3,10 +3,12 @@
 The layers (which subpackage may import which) are checked by ``lint-imports`` with the
 contract in ``pyproject.toml``. This script checks the rest of docs/ARCHITECTURE.md's rules:
 
-1. Across subpackages, code imports only what a package's ``__init__`` exports: ``from
-   memctx.store import RawStore`` is fine, ``from memctx.store.raw.io import
-   validate_session_id`` is not (that is the store's inside), nor is a name missing from the
-   package's ``__all__``. ``import memctx.store.raw.io`` is refused for the same reason.
+1. Across subpackages, code imports only what a package's ``__init__`` binds (imports or
+   defines): ``from memctx.store import RawStore`` is fine, ``from memctx.store.raw.io import
+   validate_session_id`` is not (that is the store's inside), nor is a name the package's
+   ``__init__`` does not bind. ``import memctx.store.raw.io`` is refused for the same reason.
+   The ``__init__`` is the package's interface to the other packages of memctx; its
+   ``__all__`` is the smaller, user-facing part of it (counted by the architecture test).
 2. Nobody imports a name starting with ``_`` from another module, inside the package or
    outside it (tests, evals, scripts): a private name is the module's own.
 3. A relative import never climbs out of its own subpackage.
@@ -50,6 +52,24 @@ def _exports(init: Path) -> frozenset[str] | None:
         ):
             return frozenset(ast.literal_eval(node.value))
     return None
+
+
+@cache
+def _bound(init: Path) -> frozenset[str]:
+    """Every name a module or package ``__init__`` binds at its top level: what it imports
+    (also inside ``if TYPE_CHECKING:``), defines or assigns. A submodule is not among them:
+    ``from memctx.store import payloads`` reaches inside as much as ``memctx.store.payloads``."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    names: set[str] = set(_exports(init) or ())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return frozenset(names)
 
 
 def _public_surface(root: Path, module: str) -> Path | None:
@@ -123,12 +143,12 @@ def _check_file(path: Path, root: Path, inside: bool) -> list[str]:
                 f"import the names from {package} (add them to its __all__ if they are public)"
             )
             continue
-        exported = _exports(surface) or frozenset()
+        bound = _bound(surface)
         for name in names:
-            if name not in exported and not name.startswith("_"):
+            if name not in bound and not name.startswith("_"):
                 out.append(
-                    f"{where}:{node.lineno}: {name} is not in {target}.__all__: "
-                    f"export it there or do not use it outside memctx.{_top(target)}"
+                    f"{where}:{node.lineno}: {name} is not imported by {target}'s __init__: "
+                    f"import it there or do not use it outside memctx.{_top(target)}"
                 )
     return out
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 # The default summariser is memctx/offline, which the LLM client can serve only once the
 # offline package has registered it: importing compaction is enough to use the default.
-from memctx import offline  # noqa: F401
+from memctx import offline
 
 from .agent import AgentCompactor, archivable
 from .budget import (

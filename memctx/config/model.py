@@ -510,6 +510,15 @@ class MemoryContextConfig(_Model):
         data.update(overrides)
         return cls(**data)
 
+    def explicit_settings(self) -> dict[str, object]:
+        """The settings given explicitly, in the constructor, a file or :meth:`with_overrides`
+        (any spelling), as ``{"dotted.camelCase.key": value}``; defaults are left out.
+
+        A strategy's own defaults (``openclaw`` prunes with ``cache-ttl``) fill what this
+        leaves out and never replace what it holds.
+        """
+        return dict(_flatten(self.model_dump(by_alias=True, exclude_unset=True)))
+
     def recall_cap_tokens(self, context_window_tokens: int) -> int:
         """Token cap of the recall block for a model with this context window."""
         return min(
@@ -530,7 +539,9 @@ class MemoryContextConfig(_Model):
         """
         if bad := _key_problems(overrides):
             raise _config_error("overrides", bad)
-        data = self.model_dump(by_alias=True)
+        # Only what was given (here or before) is carried over, so the copy knows which of
+        # its settings are explicit (:meth:`explicit_settings`) and which are defaults.
+        data = self.model_dump(by_alias=True, exclude_unset=True)
         problems = [p for k, v in _flatten(overrides) if (p := _apply(data, type(self), k, v))]
         try:
             with _raw_errors():
@@ -659,11 +670,15 @@ def _apply(data: dict[str, Any], model: type[BaseModel], dotted: str, value: obj
         if found is None:
             return f"{where}: {_unknown(model, part)}"
         name, info = found
-        node[part] = node.pop(name if name in node else info.alias or name)  # caller's spelling
+        spelled = name if name in node else info.alias or name
+        if spelled in node:
+            node[part] = node.pop(spelled)  # the caller's spelling from now on
         if depth == len(parts) - 1:
             node[part] = _coerce(value, info.annotation)
             return None
         sub = _section(model, part)
+        if sub is not None and part not in node:
+            node[part] = {}  # a section left at its defaults: only the key set is explicit
         if sub is None or not isinstance(node[part], dict):
             return f"{where}: is a setting, not a section; cannot set {dotted!r}"
         node, model = node[part], sub

@@ -775,3 +775,18 @@ def test_load_config_accepts_a_string_path_and_a_bom(tmp_path: Path) -> None:
     path = tmp_path / "memctx.json"
     path.write_bytes(b'\xef\xbb\xbf{"hardCapTokens": 1234}')
     assert load_config(str(path)).hard_cap_tokens == 1234
+
+
+def test_explicit_settings_are_what_was_given_not_the_defaults() -> None:
+    config = MemoryContextConfig(hardCapTokens=500)
+    assert config.explicit_settings() == {"hardCapTokens": 500}
+    later = config.with_overrides({"contextPruning.mode": "off", "compaction.safetyMargin": "1.5"})
+    assert later.explicit_settings() == {
+        "hardCapTokens": 500,
+        "contextPruning.mode": "off",
+        "compaction.safetyMargin": 1.5,
+    }
+    # A value equal to the default is still explicit once given.
+    assert later.context_pruning.mode == MemoryContextConfig().context_pruning.mode
+    assert MemoryContextConfig().explicit_settings() == {}
+    assert later.with_overrides({}).explicit_settings() == later.explicit_settings()
