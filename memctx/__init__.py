@@ -27,6 +27,7 @@ from memctx.runtime import (
     call_memory_tool,
     tool_definitions,
 )
+from memctx.strategies import make_strategy
 from memctx.text import redact
 from memctx.transcripts import Transcript, load_transcript, load_transcripts
 from memctx.trim import TrimResult, smart_trim
@@ -54,6 +55,7 @@ __all__ = [
     "load_config",
     "load_transcript",
     "load_transcripts",
+    "make_strategy",
     "message_text",
     "pairing_violations",
     "redact",

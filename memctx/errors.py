@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "MemctxError", "StoreError", "TranscriptError", "VmemError"]
+__all__ = [
+    "ConfigError",
+    "MemctxError",
+    "StoreError",
+    "StrategyError",
+    "TranscriptError",
+    "VmemError",
+]
 
 
 class MemctxError(Exception):
@@ -30,4 +37,12 @@ class VmemError(StoreError):
     The message names the file, what is wrong (magic, version, dimension, count against the
     file length, truncated header) and the expected value; the store rebuilds the vectors
     from ``segments.jsonl`` when it sees one.
+    """
+
+
+class StrategyError(MemctxError):
+    """A strategy from outside memctx (a plugin) broke the strategy protocol.
+
+    The message names the strategy, where it comes from (its module or entry point), the
+    method, and what it returned or raised; the original exception is chained.
     """

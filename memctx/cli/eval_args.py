@@ -122,7 +122,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="MODULE",
         help="import this module first, in every worker too (repeatable): it can call "
-        "memctx.harness.strategies.base.register_strategy to add a strategy",
+        "memctx.strategies.register_strategy to add a strategy (an installed package's "
+        "'memctx.strategies' entry points need no --plugin)",
     )
     parser.add_argument("--seed", type=int, default=0, help="generator and bootstrap seed")
     parser.add_argument("--baseline", help="summary.json to compare against (the gate)")

@@ -118,9 +118,9 @@ def _cmd_trajectories(args: argparse.Namespace) -> int:
         DEFAULT_STRATEGIES,
         TRAJECTORY_WINDOWS,
         format_trajectory_table,
-        parse_strategy,
         replay_trajectories,
     )
+    from memctx.strategies import parse_strategy
 
     root = shared_datasets_dir(args.datasets)
     existing_dir("--datasets", root)

@@ -94,7 +94,8 @@ def add_replay_arguments(replay: argparse.ArgumentParser) -> None:
 
 def replay_command(args: argparse.Namespace) -> int:
     """Run ``memctx replay``; return its exit status (see the module docstring)."""
-    from memctx.harness import HOOK_STRATEGY, format_replay, replay_transcript
+    from memctx.harness import format_replay, replay_transcript
+    from memctx.strategies import HOOK_STRATEGY
 
     windows = args.window or list(DEFAULT_WINDOWS)
     strategies = args.strategy or [HOOK_STRATEGY]
@@ -148,7 +149,7 @@ def _store_dir(
 
 
 def _check_strategies(strategies: list[str]) -> None:
-    from memctx.harness import parse_strategy
+    from memctx.strategies import parse_strategy
 
     for strategy in strategies:
         try:

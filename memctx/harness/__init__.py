@@ -2,8 +2,7 @@
 metrics, runs, the baseline gate, adapters for real transcripts, the pytest plugin, and
 the strategies, generator and reports in their own subpackages.
 
-Extend it through these names: :class:`Strategy` / :class:`BaseStrategy` and
-:func:`register_strategy` for a context strategy of your own, :func:`load_scenarios` and
+Extend it through these names: :func:`load_scenarios` and
 :func:`transcript_scenario` for your own data, :func:`run_eval` to run a matrix,
 :func:`replay_transcript` for a real session through a strategy (``memctx replay``).
 
@@ -88,21 +87,6 @@ from .schema import (
     all_records,
     upgrade_summary,
 )
-from .strategies import (
-    HOOK_STRATEGY,
-    STRATEGIES,
-    BaseStrategy,
-    FullStrategy,
-    MemoryContextStrategy,
-    Messages,
-    Prepared,
-    Strategy,
-    StrategySetup,
-    TruncateStrategy,
-    make_strategy,
-    parse_strategy,
-    register_strategy,
-)
 from .sweep import SWEEP_CHART, SweepPoint, format_sweep, parse_sweep, run_sweep
 from .trajectories import (
     TRAJECTORY_DATASETS,
@@ -124,7 +108,6 @@ __all__ = [
     "DEFAULT_STRATEGIES",
     "DELTAS_CSS",
     "EXECUTORS",
-    "HOOK_STRATEGY",
     "JOURNAL",
     "LATEST",
     "NO_EMBEDDING",
@@ -132,12 +115,10 @@ __all__ = [
     "RAY_INSTALL",
     "RUNS",
     "SHARE_METRICS",
-    "STRATEGIES",
     "SUMMARY_SCHEMA",
     "SWEEP_CHART",
     "TRAJECTORY_DATASETS",
     "TRAJECTORY_WINDOWS",
-    "BaseStrategy",
     "CallRow",
     "CompactionPoint",
     "ComparisonRow",
@@ -145,16 +126,12 @@ __all__ = [
     "EvalError",
     "EvalOptions",
     "Executor",
-    "FullStrategy",
     "HandProbe",
     "Job",
     "JobJournal",
     "LocalExecutor",
-    "MemoryContextStrategy",
-    "Messages",
     "MetricChange",
     "Outcomes",
-    "Prepared",
     "Probe",
     "ProbeExplanation",
     "ProbeRow",
@@ -171,11 +148,8 @@ __all__ = [
     "ScenarioError",
     "ScenarioResult",
     "Session",
-    "Strategy",
-    "StrategySetup",
     "SweepPoint",
     "TrajectoryRow",
-    "TruncateStrategy",
     "aggregate",
     "all_records",
     "beyond_noise",
@@ -211,14 +185,12 @@ __all__ = [
     "load_scenarios",
     "load_suite_scenarios",
     "make_executor",
-    "make_strategy",
     "match_rows",
     "new_run_id",
     "normalise_answer",
     "paired_change",
     "paired_note",
     "parse_fail_on",
-    "parse_strategy",
     "parse_sweep",
     "percentile",
     "point_latest",
@@ -228,7 +200,6 @@ __all__ = [
     "read_plan",
     "read_summary",
     "recorded_compactions",
-    "register_strategy",
     "replay_trajectories",
     "replay_transcript",
     "report_until_failure",

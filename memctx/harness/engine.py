@@ -29,25 +29,35 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memctx.config import MemoryContextConfig
 from memctx.messages import InfoCache, RoleKind, token_text
+from memctx.strategies import (
+    Messages,
+    Prepared,
+    Strategy,
+    StrategySetup,
+    build_strategy,
+    parse_strategy,
+    strategy_info,
+)
 
 from .answers import normalise_answer
+from .embedders import job_embedder
 from .ledger import ContextLedger, IdentityInfos, Measure, MessageMeter, MeteredCounter
 from .scenario import Probe, Scenario
 from .schema import NO_EMBEDDING, CallRow, ProbeRow
-from .strategies.base import Messages, Prepared, Strategy, StrategySetup, make_strategy
 
 __all__ = [
     "CLOCK_START",
     "CLOCK_STEP",
     "VIOLATION_KINDS",
     "ScenarioResult",
+    "job_config",
     "run_scenario",
 ]
 
@@ -270,7 +280,7 @@ def run_scenario(
     embedding: str,
     *,
     window: int | None = None,
-    config_overrides: Mapping[str, Any] | None = None,
+    config: MemoryContextConfig | None = None,
     answer_model: str = "claude-sonnet-4-5",
     work_dir: Path,
     llm: Any | None = None,
@@ -280,12 +290,13 @@ def run_scenario(
 
     Args:
         scenario: The sessions and probes.
-        strategy: A registered strategy name (:data:`memctx.harness.strategies.base.STRATEGIES`).
-        embedding: ``"hash"`` or ``"transformer"``; strategies that never search report
-            ``"-"`` whatever is given.
+        strategy: A registered strategy (:func:`memctx.strategies.strategy_names`), maybe
+            with settings (``observation-masking:keepLast=5``).
+        embedding: ``"hash"`` or ``"transformer"`` (it sets ``embeddingModel``); strategies
+            that never search report ``"-"`` whatever is given.
         window: Context window in tokens; ``None`` means the scenario's own.
-        config_overrides: memctx config overrides (dotted or camelCase keys). Cross-session
-            recall is switched on for multi-session scenarios unless overridden here.
+        config: memctx settings (``None``: the defaults). Cross-session recall is switched
+            on for multi-session scenarios unless the config sets ``crossSession``.
         answer_model: The litellm model the calls are priced with (recorded in ``stats``;
             prices are applied by :func:`memctx.harness.metrics.aggregate`).
         work_dir: A fresh directory for the strategy's stores (created if missing).
@@ -299,7 +310,8 @@ def run_scenario(
 
     Raises:
         ValueError: Unknown strategy or invalid window.
-        ConfigError: Invalid overrides.
+        ConfigError: A setting in the strategy's name conflicts with ``config``.
+        StrategyError: A plugin strategy broke the protocol (named in the message).
     """
     from .answer import ProbeJudge
 
@@ -309,18 +321,27 @@ def run_scenario(
         raise ValueError(f"window must be a positive number of tokens, got {window}")
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    base = MemoryContextConfig(enabled=True, cross_session=len(scenario.sessions) > 1)
-    config = base.with_overrides(dict(config_overrides or {}))
+    searches = strategy_info(parse_strategy(strategy)[0]).searches
+    config = job_config(config, scenario, embedding if searches else NO_EMBEDDING)
     counter = MeteredCounter(config.token_counter)
     infos = IdentityInfos()
     clock = _Clock()
-    setup = StrategySetup(window, embedding, config, work, counter, infos, clock)
-    chosen = make_strategy(strategy, setup)
+    setup = StrategySetup(
+        window,
+        config,
+        work / "store",
+        counter,
+        infos,
+        clock,
+        embedder=job_embedder(embedding) if searches else None,
+        wait_for_background=True,
+    )
+    chosen = build_strategy(strategy, setup)
     judge = ProbeJudge.create(llm, work / "judge") if llm is not None else None
     replay = _Replay(
         scenario,
         strategy,
-        embedding if chosen.searches else NO_EMBEDDING,
+        embedding if searches else NO_EMBEDDING,
         window,
         chosen,
         counter.meter,
@@ -353,6 +374,24 @@ def run_scenario(
         "answer_model": answer_model,
     }
     return replay.result
+
+
+def job_config(
+    config: MemoryContextConfig | None, scenario: Scenario, embedding: str
+) -> MemoryContextConfig:
+    """The config one replay runs with: ``config`` (the defaults when ``None``), the job's
+    embedder as ``embeddingModel`` (``"-"``: a strategy that never embeds keeps the config's),
+    and cross-session recall on for a scenario of several sessions unless ``config`` says."""
+    config = config if config is not None else MemoryContextConfig()
+    explicit = config.explicit_settings()
+    settings: dict[str, object] = {}
+    if "enabled" not in explicit:
+        settings["enabled"] = True  # a replay is the opt-in
+    if "crossSession" not in explicit:
+        settings["crossSession"] = len(scenario.sessions) > 1
+    if embedding != NO_EMBEDDING:
+        settings["embeddingModel"] = embedding
+    return config.with_overrides(settings)
 
 
 def _play(replay: _Replay, scenario: Scenario) -> None:

@@ -21,6 +21,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memctx.config import MemoryContextConfig
+
 from .scenario import Scenario
 
 if TYPE_CHECKING:
@@ -46,12 +48,16 @@ EXECUTORS = ("local", "ray")
 
 @dataclass(frozen=True)
 class Job:
+    """One replay: a scenario of a suite through a strategy with an embedder at a window,
+    with the run's config (``--config`` and ``--set`` applied once, for every job)."""
+
     index: int
     suite: str
     scenario: Scenario
     strategy: str
     embedding: str
     window: int | None
+    config: MemoryContextConfig
 
     @property
     def group(self) -> str:
@@ -102,7 +108,7 @@ def run_job(job: Job, options: EvalOptions, work_root: str) -> tuple[int, Any, f
             job.strategy,
             job.embedding,
             window=job.window,
-            config_overrides=dict(options.overrides),
+            config=job.config,
             answer_model=options.answer_model,
             work_dir=work_dir,
             llm=options.llm,

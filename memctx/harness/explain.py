@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memctx.config import MemoryContextConfig
 from memctx.messages import is_recalled_block, token_text
 
 from .answers import normalise_answer
@@ -217,7 +218,7 @@ def explain_probe(
             row["strategy"],
             row["embedding"] if row["embedding"] != "none" else "hash",
             window=windows[0],
-            config_overrides=dict(config.get("overrides") or {}),
+            config=MemoryContextConfig().with_overrides(dict(config.get("overrides") or {})),
             work_dir=Path(work),
             explain={probe_id},
         )

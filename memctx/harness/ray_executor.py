@@ -74,6 +74,7 @@ class _Runner:
             sys.path.insert(0, cwd)
         start_worker(1, options.plugins)  # one CPU per actor: one thread per library
         self._options = options
+        self._config = options.config()
         self._scenarios: dict[int, Any] = {}
 
     def run(
@@ -86,7 +87,7 @@ class _Runner:
 
         if key not in self._scenarios:
             self._scenarios[key] = ray.get(boxed[0])
-        job = Job(index, suite, self._scenarios[key], strategy, embedding, window)
+        job = Job(index, suite, self._scenarios[key], strategy, embedding, window, self._config)
         with tempfile.TemporaryDirectory(prefix="memctx-ray-") as work_root:
             return run_job(job, self._options, work_root)
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from memctx.config import MemoryContextConfig
 from memctx.messages import TokenCounter, UsageFit, fit_usage
+from memctx.strategies import HOOK_STRATEGY
 from memctx.transcripts import Transcript
 
 from .adapters import transcript_scenario
@@ -44,7 +45,6 @@ from .engine import ScenarioResult, run_scenario
 from .metrics import percentile
 from .replay_text import format_replay
 from .schema import CallRow
-from .strategies import HOOK_STRATEGY
 
 __all__ = [
     "ReplayReport",
@@ -230,15 +230,14 @@ def replay_transcript(
                 "--window"
             )
     scenario = transcript_scenario(transcript, window=budget)
+    config = MemoryContextConfig().with_overrides(dict(overrides or {}))
     if store_dir is not None:
         result = run_scenario(
-            scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(store_dir)
+            scenario, strategy, embedding, config=config, work_dir=Path(store_dir)
         )
     else:
         with tempfile.TemporaryDirectory(prefix="memctx-replay-") as tmp:
-            result = run_scenario(
-                scenario, strategy, embedding, config_overrides=overrides, work_dir=Path(tmp)
-            )
+            result = run_scenario(scenario, strategy, embedding, config=config, work_dir=Path(tmp))
     recorded = tuple(recorded_compactions(transcript))
     return ReplayReport(
         transcript.source, strategy, window, result, fit, recorded, transcript.session_id

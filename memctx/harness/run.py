@@ -7,9 +7,9 @@ process pool, and writes the run directory described in :mod:`memctx.harness.sch
 an explicit ``out_dir`` the run gets a folder of its own under ``reports/runs/`` and
 ``reports/latest`` points at it once it has finished (:mod:`memctx.harness.runs`).
 
-Strategies that never search (``full``, ``truncate``, ``observation-masking``) run once per
-scenario with embedding ``"-"``: their numbers cannot depend on the embedder, and running
-them twice would only double the bill.
+Strategies that never search (``full``, ``truncate``, ``observation-masking``, ``planner``, and
+any registered with ``searches=False``) run once per scenario with embedding ``"-"``: their
+numbers cannot depend on the embedder, and running them twice would only double the bill.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memctx.config import MemoryContextConfig
+from memctx.errors import ConfigError
 from memctx.llm import BudgetExceeded, limits_environment
+from memctx.strategies import parse_strategy, resolve_config, strategy_info, strategy_names
 
 from .executor import EXECUTORS, Job, execute_jobs
 from .journal import JobJournal, read_plan, write_plan
@@ -65,8 +68,6 @@ DEFAULT_STRATEGIES = (
 )
 DEFAULT_EMBEDDINGS = ("hash", "transformer")
 QUICK_SCALE = 0.15
-# Strategies whose result cannot depend on the embedder (by name, settings aside).
-_EMBEDDING_FREE = frozenset({"full", "truncate", "observation-masking", "planner"})
 
 
 class EvalError(Exception):
@@ -79,7 +80,8 @@ class EvalOptions:
 
     Attributes:
         suites: Suite names; empty means every suite of the datasets.
-        strategies: Strategy names (see ``memctx.harness.strategies.base.STRATEGIES``).
+        strategies: Strategy names (:func:`memctx.strategies.strategy_names`), maybe with
+            settings (``observation-masking:keepLast=5``).
         embeddings: Embedders for strategies that search.
         windows: Context windows to play at; empty means each scenario's own window.
         quick: Generate a small set in memory (``QUICK_SCALE``) instead of the frozen one.
@@ -103,7 +105,8 @@ class EvalOptions:
         ray_address: The Ray cluster to run on (``HOST:6379``); ``None`` starts a local one
             with ``jobs`` CPUs.
         plugins: Modules imported before planning and in every worker (they register
-            strategies with :func:`memctx.harness.strategies.base.register_strategy`).
+            strategies with :func:`memctx.strategies.register_strategy`; an installed
+            package's entry points in the group ``memctx.strategies`` need no plugin).
         llm_concurrency: With ``llm``: calls in flight at once per provider, across every
             worker (:mod:`memctx.harness.llm_runs`). Not part of the config.
         max_cost: With ``llm``: the budget in USD; the run stops before a call that could
@@ -148,6 +151,14 @@ class EvalOptions:
         for key in ("llm_concurrency", "max_cost", "llm_retries", "llm_backoff_s"):
             data.pop(key)  # how a real model is called, not what the run measures
         return data
+
+    def config(self) -> MemoryContextConfig:
+        """The memctx settings every job of the run starts from (``overrides`` applied).
+
+        Raises:
+            ConfigError: An invalid override.
+        """
+        return MemoryContextConfig().with_overrides(dict(self.overrides))
 
     def label(self) -> str:
         """The short configuration label (:func:`memctx.harness.runs.config_label`)."""
@@ -255,23 +266,34 @@ def validate_options(options: EvalOptions) -> dict[str, str]:
             window that is not a positive token count.
     """
     from .gen.generate import SUITES
-    from .strategies import STRATEGIES, parse_strategy
 
     _check_executor(options)
     import_plugins(options.plugins)
     _check_llm_limits(options)
-    unknown = [s for s in options.strategies if s.partition(":")[0] not in STRATEGIES]
+    known_strategies = strategy_names()
+    unknown = [s for s in options.strategies if s.partition(":")[0] not in known_strategies]
     if unknown:
-        raise EvalError(f"unknown strategy {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
+        raise EvalError(f"unknown strategy {unknown}; valid: {', '.join(known_strategies)}")
+    bad = [e for e in options.embeddings if e not in DEFAULT_EMBEDDINGS]
+    if bad or not options.embeddings:
+        raise EvalError(f"embeddings must be among {DEFAULT_EMBEDDINGS}, got {bad or '[]'}")
+    try:
+        config = options.config()
+    except ConfigError as exc:
+        raise EvalError(str(exc)) from None
+    chosen = config.explicit_settings().get("embeddingModel")
+    if chosen is not None and tuple(options.embeddings) != (chosen,):
+        raise EvalError(
+            f"--set embeddingModel={chosen} conflicts with the embedders of the run "
+            f"({', '.join(options.embeddings)}): choose them with --embedding {chosen}"
+        )
     names: dict[str, str] = {}
     for strategy in options.strategies:
         try:  # settings after the name (observation-masking:keepLast=5) are checked now
             names[strategy] = parse_strategy(strategy)[0]
-        except ValueError as exc:
+            resolve_config(strategy, config)  # a name setting that contradicts --set
+        except (ValueError, ConfigError) as exc:
             raise EvalError(str(exc)) from None
-    bad = [e for e in options.embeddings if e not in DEFAULT_EMBEDDINGS]
-    if bad or not options.embeddings:
-        raise EvalError(f"embeddings must be among {DEFAULT_EMBEDDINGS}, got {bad or '[]'}")
     if any(w <= 0 for w in options.windows):
         raise EvalError(f"windows must be positive token counts, got {list(options.windows)}")
     known = set(SUITES)
@@ -308,16 +330,19 @@ def _check_llm_limits(options: EvalOptions) -> None:
 
 def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[Job]:
     names = validate_options(options)
+    config = options.config()
     windows: Sequence[int | None] = options.windows or (None,)
     jobs: list[Job] = []
     for suite, scenarios in suites.items():
         for scenario in scenarios:
             for window in windows:
                 for strategy in options.strategies:
-                    free = names[strategy] in _EMBEDDING_FREE
-                    embeddings = (NO_EMBEDDING,) if free else options.embeddings
+                    searches = strategy_info(names[strategy]).searches
+                    embeddings = options.embeddings if searches else (NO_EMBEDDING,)
                     for embedding in embeddings:
-                        jobs.append(Job(len(jobs), suite, scenario, strategy, embedding, window))
+                        index = len(jobs)
+                        job = Job(index, suite, scenario, strategy, embedding, window, config)
+                        jobs.append(job)
     return jobs
 
 

@@ -11,16 +11,16 @@ import pytest
 from helpers.eval_sessions import PLANT, session
 
 from memctx.cli import main
-from memctx.harness import (
+from memctx.retrieval.embeddings import HashEmbedder
+from memctx.store.raw.store import RawStore
+from memctx.strategies import (
     HOOK_STRATEGY,
-    STRATEGIES,
     BaseStrategy,
     Messages,
     Prepared,
     register_strategy,
+    strategy_names,
 )
-from memctx.retrieval.embeddings import HashEmbedder
-from memctx.store.raw.store import RawStore
 
 
 def test_search_prints_memory_search_json(
@@ -173,7 +173,7 @@ def test_replay_exit_codes_name_the_failure(
     assert "valid:" in capsys.readouterr().err
     assert main(["replay", str(path), "--set", "hardCapTokens=-1"]) == 2
     assert "hardCapTokens" in capsys.readouterr().err
-    if _DropToolResults.name not in STRATEGIES:
+    if _DropToolResults.name not in strategy_names():
         register_strategy(_DropToolResults.name, _DropToolResults)
     status = main(["replay", str(path), "--window", WINDOW, "--strategy", _DropToolResults.name])
     assert status == 1

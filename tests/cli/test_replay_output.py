@@ -13,7 +13,8 @@ import pytest
 from helpers.eval_sessions import PLANT, session
 
 from memctx.cli import main
-from memctx.harness import STRATEGIES, MemoryContextStrategy, register_strategy
+from memctx.strategies import register_strategy, strategy_names
+from memctx.strategies.memory_context import MemoryContextStrategy
 
 LONG_FILE = "0f3c2a9e-5b1d-4c7e-9a6f-2d8b7e1c4a30-a-session-with-a-long-name.json"
 LONG_STRATEGY = "memory-context-under-a-long-registered-name"
@@ -38,7 +39,7 @@ def transcript(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def long_strategy() -> str:
-    if LONG_STRATEGY not in STRATEGIES:
+    if LONG_STRATEGY not in strategy_names():
         register_strategy(LONG_STRATEGY, MemoryContextStrategy)
     return LONG_STRATEGY
 

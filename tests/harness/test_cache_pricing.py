@@ -12,9 +12,9 @@ from helpers.eval_sessions import call_row, scenario
 
 from memctx.harness import call_cost, run_scenario
 from memctx.harness.ledger import CACHE_TTL_S, ContextLedger, IdentityInfos
-from memctx.harness.strategies.base import STRATEGIES, BaseStrategy, Prepared, register_strategy
 from memctx.llm import prices_for
 from memctx.messages import TokenCounter
+from memctx.strategies import BaseStrategy, Prepared, register_strategy, strategy_names
 
 COUNTER = TokenCounter()
 
@@ -74,7 +74,7 @@ class _RewritesFirst(BaseStrategy):
 
 
 def test_through_the_engine_a_changing_first_message_is_never_cached(tmp_path: Path) -> None:
-    if "test-rewrites-first" not in STRATEGIES:
+    if "test-rewrites-first" not in strategy_names():
         register_strategy("test-rewrites-first", _RewritesFirst)
     case = scenario(turns=12, window=200_000)
     churn = run_scenario(case, "test-rewrites-first", "hash", work_dir=tmp_path / "a")

@@ -11,21 +11,17 @@ from typing import Any
 import pytest
 from helpers.eval_sessions import scenario, session
 
+from memctx.config import MemoryContextConfig
 from memctx.harness.engine import ScenarioResult, run_scenario
 from memctx.harness.ledger import ContextLedger
 from memctx.harness.scenario import Scenario
-from memctx.harness.strategies.base import (
-    STRATEGIES,
-    FullStrategy,
-    Messages,
-    Prepared,
-    register_strategy,
-)
 from memctx.llm.client import LLMClient
 from memctx.messages import recalled_block_text
 from memctx.messages.anatomy import InfoCache
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
+from memctx.strategies import Messages, Prepared, register_strategy, strategy_names
+from memctx.strategies.full import FullStrategy
 
 SECRET = "sk-proj-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF"
 
@@ -41,7 +37,7 @@ def _clean(result: ScenarioResult) -> bool:
 
 
 def _register(name: str, cls: type) -> None:
-    if name not in STRATEGIES:
+    if name not in strategy_names():
         register_strategy(name, cls)
 
 
@@ -141,11 +137,9 @@ def test_cross_session_recall_finds_the_earlier_session(tmp_path: Path) -> None:
     assert not _run(tmp_path, "truncate", scenario=chosen).probes[0].recall_accuracy
     # Knowledge is shared by every session; raw segments only with crossSession (on by
     # default for multi-session scenarios, but an override wins).
-    off = {"crossSession": False, "knowledgeExtraction": False}
+    off = MemoryContextConfig(crossSession=False, knowledgeExtraction=False)
     assert (
-        not _run(tmp_path, "memory-context", scenario=chosen, config_overrides=off)
-        .probes[0]
-        .recall_accuracy
+        not _run(tmp_path, "memory-context", scenario=chosen, config=off).probes[0].recall_accuracy
     )
 
 
@@ -159,7 +153,8 @@ def test_a_planted_secret_stays_out_of_the_store_and_a_leak_is_caught(tmp_path: 
         name = "leaky-disk"
 
         def prepare(self, transcript: Messages) -> Prepared:
-            (self.setup.work_dir / "dump.txt").write_text(str(transcript))
+            self.setup.store_dir.mkdir(parents=True, exist_ok=True)
+            (self.setup.store_dir / "dump.txt").write_text(str(transcript))
             return super().prepare(transcript)
 
     class Recalls(FullStrategy):

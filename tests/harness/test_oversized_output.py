@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from memctx.harness import DEFAULT_STRATEGIES, HOOK_STRATEGY, format_replay, replay_transcript
+from memctx.harness import DEFAULT_STRATEGIES, format_replay, replay_transcript
+from memctx.strategies import HOOK_STRATEGY
 from memctx.transcripts import Transcript
 
 WINDOW = 32_000

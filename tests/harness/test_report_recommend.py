@@ -134,3 +134,25 @@ def test_nothing_comparable_is_said_plainly() -> None:
     reco = recommend(_summary(_pooled("full", "none", 10.0, 0.9, fit=11)))
     assert reco.pick is None and reco.headline.startswith("No configuration can be recommended")
     assert reco.caveats[0].startswith("full is left out of the ranking: its context fits the ")
+
+
+def test_a_configuration_with_violations_none_right_or_below_truncate_is_never_picked() -> None:
+    broken = dict(_pooled("lastn", "none", 5.0, 0.95), violations=2)
+    rows = [
+        broken,
+        _pooled("truncate", "none", 6.0, 0.40),
+        _pooled("worse", "none", 1.0, 0.35),  # cheapest, but below truncate
+        _pooled("good", "hash", 20.0, 0.80),
+    ]
+    reco = recommend(_summary(*rows))
+    assert reco.pick == "good × hash"
+    assert reco.details[0].startswith("Best accuracy: good × hash")
+    said = " ".join(reco.caveats)
+    assert "lastn is never recommended: it broke an invariant 2 time(s)." in said
+    assert "worse is never recommended: it is less accurate than truncate (35.0 % against" in said
+    # Alone in a run, a broken configuration at 0 % is no recommendation at all.
+    alone = recommend(_summary(dict(_pooled("lastn", "none", 5.0, 0.0), violations=2)))
+    assert alone.pick is None and alone.headline.startswith("No configuration can be recommended")
+    assert any("broke an invariant 2 time(s)" in c for c in alone.caveats)
+    nothing = recommend(_summary(_pooled("mute", "none", 5.0, 0.0)))
+    assert nothing.pick is None and any("answered no probe" in c for c in nothing.caveats)

@@ -149,10 +149,10 @@ def test_cli_eval_quick_prints_the_table_and_writes_the_report(
 
 
 _PLUGIN = '''
-from memctx.harness.strategies.base import STRATEGIES, Prepared, TruncateStrategy, register_strategy
+from memctx.strategies import BaseStrategy, Prepared, register_strategy, strategy_names
 
 
-class SystemOnly(TruncateStrategy):
+class SystemOnly(BaseStrategy):
     """Sends the system prompt and the newest plain user message: a deliberately bad one."""
 
     name = "system-only"
@@ -162,7 +162,7 @@ class SystemOnly(TruncateStrategy):
         return Prepared([transcript[0], *last[-1:]], trimmed=True)
 
 
-if "system-only" not in STRATEGIES:
+if "system-only" not in strategy_names():
     register_strategy("system-only", SystemOnly)
 '''
 

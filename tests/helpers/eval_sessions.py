@@ -10,8 +10,8 @@ from typing import Any
 from memctx.config import MemoryContextConfig
 from memctx.harness.scenario import Probe, Scenario, Session
 from memctx.harness.schema import CallRow
-from memctx.harness.strategies import StrategySetup
 from memctx.messages import InfoCache, TokenCounter
+from memctx.strategies import StrategySetup
 
 WORDS = (
     "parser cache handler module request response buffer stream index worker queue schema "
@@ -137,16 +137,18 @@ def scenario(
     )
 
 
-def strategy_setup(work_dir: Path, window: int = 8_000, **overrides: Any) -> StrategySetup:
-    """A strategy's set-up for a unit test: hash embeddings, a fixed clock, fresh caches."""
+def strategy_setup(store_dir: Path, window: int = 8_000, **overrides: Any) -> StrategySetup:
+    """A strategy's set-up for a unit test: hash embeddings, a fixed clock, fresh caches,
+    background work waited for after each hook (what a call recalls never depends on
+    timing)."""
     return StrategySetup(
         window=window,
-        embedding="hash",
         config=MemoryContextConfig(enabled=True).with_overrides(overrides),
-        work_dir=work_dir,
+        store_dir=store_dir,
         counter=TokenCounter(),
         infos=InfoCache(),
         clock=lambda: 1_767_225_600.0,
+        wait_for_background=True,
     )
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx.harness import HOOK_STRATEGY, ReplayReport, format_replay, replay_transcript
+from memctx.harness import ReplayReport, format_replay, replay_transcript
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.store import KnowledgeStore, RawStore
+from memctx.strategies import HOOK_STRATEGY
 from memctx.transcripts.load import load_transcript
 
 SESSIONS = (

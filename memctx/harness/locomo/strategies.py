@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memctx.config import MemoryContextConfig
+from memctx.strategies import parse_strategy
+
 from ..engine import run_scenario
 from ..metrics import aggregate
 from ..scenario import Probe, Scenario, Session
 from ..schema import NO_EMBEDDING
-from ..strategies import parse_strategy
 from .data import Conversation, load_locomo
 from .product import CATEGORIES, conversation_messages
 
@@ -120,7 +122,7 @@ def run_locomo_strategies(
                         scenario,
                         strategy,
                         embedding,
-                        config_overrides=_RETENTION,
+                        config=MemoryContextConfig().with_overrides(_RETENTION),
                         # A fresh folder per job: a store left by another must not be found.
                         work_dir=Path(tmp) / f"{strategy}-{embedding}-{k}",
                     )

@@ -27,14 +27,15 @@ def summary_strategies_run(summary: Mapping[str, Any]) -> list[str]:
     reached the threshold wrote no summary, and the note would have nothing to be about.
     """
     # Imported on use: the strategies package pulls in the runtime.
-    from ..strategies import SUMMARY_STRATEGIES
+    from memctx.strategies import strategy_info, strategy_names
 
     found: dict[str, None] = {}
     for record in all_records(summary):
         strategy = str(record.get("strategy", ""))
         compactions = record.get("compactions")
         if (
-            strategy.partition(":")[0] in SUMMARY_STRATEGIES
+            strategy.partition(":")[0] in strategy_names()
+            and strategy_info(strategy.partition(":")[0]).summaries
             and isinstance(compactions, int | float)
             and compactions > 0
         ):

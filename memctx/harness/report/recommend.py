@@ -10,6 +10,10 @@ the noise rule (:mod:`.intervals`) applied to whatever the run measured.
   within noise of the best's and that costs materially less (:data:`SAVING`); the best
   itself when no cheaper one comes that close. A configuration that is within noise but
   costs the same is no trade-off: giving up accuracy for nothing is never the advice.
+- **Never recommended**: a configuration that broke an invariant (pairing, hard cap, window,
+  secrets), answered no probe at all, or is less accurate than ``truncate`` (dropping the
+  oldest messages, the least any design must beat) when the run has it. Best accuracy and
+  the pick are chosen among the others; the caveats say which were set aside and why.
 - **Caveats** the data imposes: configurations left out (``full`` scored on the probes that
   fit only), wide intervals, suites where the pick is behind another beyond noise,
   violations, extractive summaries, context-only scoring.
@@ -27,7 +31,7 @@ from .frontier import FrontierPoint, frontier
 from .intervals import Outcomes, difference, share_of
 from .notes import summary_model, summary_strategies_run
 
-__all__ = ["SAVING", "WIDE", "Recommendation", "recommend"]
+__all__ = ["FLOOR_STRATEGY", "SAVING", "WIDE", "Recommendation", "recommend", "set_aside"]
 
 # A cheaper configuration is picked over the most accurate only when it saves at least this
 # share of the cost per call: below it the saving is rounding, not a reason to lose points.
@@ -121,13 +125,45 @@ def _suite_caveat(
     )
 
 
+FLOOR_STRATEGY = "truncate"  # a recommended configuration is never less accurate than it
+
+
+def set_aside(
+    points: Sequence[FrontierPoint], pooled: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> dict[tuple[str, str], str]:
+    """The comparable configurations never recommended (module doc), by (strategy,
+    embedding), each with the sentence saying why."""
+    floor = next((p for p in points if p.strategy == FLOOR_STRATEGY and p.excluded is None), None)
+    out: dict[tuple[str, str], str] = {}
+    for point in points:
+        if point.excluded is not None:
+            continue
+        key = (point.strategy, point.embedding)
+        violations = (pooled.get(key) or {}).get("violations") or 0
+        accuracy = point.recall_accuracy or 0.0
+        why = None
+        if violations:
+            why = f"it broke an invariant {violations:,.0f} time(s)"
+        elif accuracy <= 0.0:
+            why = "it answered no probe"
+        elif floor is not None and accuracy < (floor.recall_accuracy or 0.0):
+            why = (
+                f"it is less accurate than {floor.label} ({100 * accuracy:.1f} % against "
+                f"{100 * (floor.recall_accuracy or 0.0):.1f} %)"
+            )
+        if why is not None:
+            out[key] = f"{point.label} is never recommended: {why}."
+    return out
+
+
 def _caveats(
     summary: Mapping[str, Any],
     points: Sequence[FrontierPoint],
     pick: FrontierPoint,
     outcomes: Outcomes | None = None,
+    aside: Mapping[tuple[str, str], str] | None = None,
 ) -> list[str]:
-    out = []
+    out = list((aside or {}).values())
     pooled = {(str(r["strategy"]), str(r["embedding"])): r for r in summary.get("pooled", [])}
     for point in points:
         if point.excluded is None:
@@ -182,17 +218,28 @@ def recommend(
             apart.
     """
     outcomes = Outcomes.from_probes(probes) if probes is not None else None
-    points = frontier(all_records(summary))
+    every = all_records(summary)
+    records = {(str(r["strategy"]), str(r["embedding"])): r for r in summary.get("pooled", [])}
+    aside = set_aside(frontier(every), records)
+    # The frontier among the configurations that may be recommended: one set aside must not
+    # push a recommendable one off it.
+    points = frontier([r for r in every if (str(r["strategy"]), str(r["embedding"])) not in aside])
     comparable = [p for p in points if p.excluded is None]
     if not comparable:
+        why = (
+            "every configuration with a recall accuracy over every probe and a cost is set "
+            "aside (see the caveats)"
+            if aside
+            else "none has a recall accuracy over every probe and a cost"
+        )
         return Recommendation(
             None,
-            "No configuration can be recommended: none has a recall accuracy over every "
-            "probe and a cost.",
+            f"No configuration can be recommended: {why}.",
             (),
-            tuple(_caveats(summary, points, points[0])) if points else (),
+            tuple(_caveats(summary, shown, shown[0], aside=aside))
+            if (shown := points or frontier(every))
+            else (),
         )
-    records = {(str(r["strategy"]), str(r["embedding"])): r for r in summary.get("pooled", [])}
     best = max(
         comparable,
         key=lambda p: (p.recall_accuracy or 0.0, -(p.cost_per_call or 0.0), p.label),
@@ -256,5 +303,5 @@ def recommend(
         pick.label,
         headline,
         (said_best, said_cheap, said_frontier + "."),
-        tuple(_caveats(summary, points, pick, outcomes)),
+        tuple(_caveats(summary, points, pick, outcomes, aside)),
     )

@@ -1,4 +1,5 @@
-"""Strategies on their own: registry, truncation, compaction, the session-end hook."""
+"""The built-in strategies on their own: truncation, compaction, the session-end hook, the
+hook strategy's recorded compactions."""
 
 from __future__ import annotations
 
@@ -6,50 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.eval_sessions import PLANT, QUESTION, session
+from helpers.eval_sessions import PLANT, QUESTION, session, strategy_setup
 
 from memctx.compaction import compaction_reserve, tail_start
-from memctx.config.model import MemoryContextConfig
-from memctx.harness.strategies.base import (
-    HOOK_STRATEGY,
-    STRATEGIES,
-    FullStrategy,
-    StrategySetup,
-    TruncateStrategy,
-    make_strategy,
-    register_strategy,
-)
-from memctx.harness.strategies.memory_context import (
-    MemoryContextStrategy,
-)
-from memctx.messages.anatomy import InfoCache
 from memctx.messages.markers import COMPACTED_PREFIX, is_compaction_summary
 from memctx.messages.pairing import pairing_violations
-from memctx.messages.tokens import TokenCounter, estimate_messages_tokens
+from memctx.messages.tokens import estimate_messages_tokens
+from memctx.strategies import HOOK_STRATEGY, StrategySetup, build_strategy
+from memctx.strategies.memory_context import MemoryContextStrategy
+from memctx.strategies.memory_context_hook import MemoryContextHookStrategy
+from memctx.strategies.truncate import TruncateStrategy
 
 
 def _setup(tmp_path: Path, window: int = 6_000, **overrides: Any) -> StrategySetup:
-    config = MemoryContextConfig(enabled=True).with_overrides(overrides)
-    return StrategySetup(
-        window=window,
-        embedding="hash",
-        config=config,
-        work_dir=tmp_path,
-        counter=TokenCounter(),
-        infos=InfoCache(),
-        clock=lambda: 1_767_225_600.0,
-    )
-
-
-def test_registry_names_valid_strategies_and_guards_names(tmp_path: Path) -> None:
-    assert {"full", "truncate", "memory-context", HOOK_STRATEGY} <= set(STRATEGIES)
-    with pytest.raises(ValueError, match=r"valid: .*truncate"):
-        make_strategy("nope", _setup(tmp_path))
-    with pytest.raises(ValueError, match="already registered"):
-        register_strategy("full", FullStrategy)
-    register_strategy("full", FullStrategy, replace=True)
-    assert isinstance(make_strategy("full", _setup(tmp_path)), FullStrategy)
-    assert not FullStrategy.searches and MemoryContextStrategy.searches
+    return strategy_setup(tmp_path, window, **overrides)
 
 
 def test_truncate_keeps_the_system_prompt_fits_and_never_orphans_a_result(
@@ -131,8 +102,8 @@ def test_session_end_hook_makes_the_tail_recallable_later(tmp_path: Path) -> Non
 
 def test_the_hook_strategy_replays_recorded_compactions_only(tmp_path: Path) -> None:
     setup = _setup(tmp_path)
-    strategy = make_strategy(HOOK_STRATEGY, setup)
-    assert isinstance(strategy, MemoryContextStrategy) and strategy.name == HOOK_STRATEGY
+    strategy = build_strategy(HOOK_STRATEGY, setup)
+    assert isinstance(strategy, MemoryContextHookStrategy) and strategy.name == HOOK_STRATEGY
     strategy.start_session("s1")
     history = session("s1", 20, plants={1: PLANT}, tool_words=200)
     tokens = estimate_messages_tokens(history)
@@ -165,7 +136,7 @@ def test_only_the_hook_strategy_replays_a_summary_under_the_threshold(tmp_path: 
     short = [*session("s1", 3, tool_words=20), summary, *session("t1", 1, seed=1)[1:]]
     tokens = estimate_messages_tokens(short)
     compacting = MemoryContextStrategy(_setup(tmp_path / "a"))
-    hook = MemoryContextStrategy(_setup(tmp_path / "b"), agent_compaction=False)
+    hook = MemoryContextHookStrategy(_setup(tmp_path / "b"))
     for strategy in (compacting, hook):
         strategy.start_session("s1")
     assert compacting.name == "memory-context" and compacting.compactor is not None

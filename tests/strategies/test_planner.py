@@ -10,10 +10,10 @@ from helpers.eval_sessions import PLANT, scenario, session, strategy_setup
 
 from memctx.compaction import SUMMARY_MARKER, sidecar_path
 from memctx.harness.engine import run_scenario
-from memctx.harness.strategies import STRATEGIES, SUMMARY_STRATEGIES, make_strategy
-from memctx.harness.strategies.planner import PlannerStrategy
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
+from memctx.strategies import build_strategy, strategy_info
+from memctx.strategies.planner import PlannerStrategy
 
 SECRET = "sk-proj-Zq8rT2vLm9XwK4pNc7YbD3hJf6GsA1eU"
 
@@ -35,8 +35,8 @@ def _play(strategy: PlannerStrategy, messages: list[dict[str, Any]]) -> list[lis
 
 
 def test_planner_is_registered_without_summaries_or_embeddings(tmp_path: Path) -> None:
-    assert "planner" in STRATEGIES and "planner" not in SUMMARY_STRATEGIES
-    strategy = make_strategy("planner:pruning=off", strategy_setup(tmp_path))
+    assert not strategy_info("planner").summaries and not strategy_info("planner").searches
+    strategy = build_strategy("planner:pruning=off", strategy_setup(tmp_path))
     assert isinstance(strategy, PlannerStrategy) and not strategy.searches
 
 

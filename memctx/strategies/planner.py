@@ -7,9 +7,10 @@ Before every model call, in the seed's order:
    whole to ``tool-output/<sha256>.json``, a preview and a notice naming the ref left in the
    message (:func:`memctx.compaction.persist_oversized_tool_results`). Each result is written
    once; the same compact copy is sent on every later call.
-2. **Pruning** (seed 003, ``cache-ttl``): old tool results soft-trimmed or cleared once the
-   prompt cache is cold, the same copies re-sent while it is warm
-   (:class:`memctx.trim.PruningSession`; ``planner:pruning=off`` turns it off).
+2. **Pruning** (seed 003; this strategy's own default mode is ``cache-ttl`` where the config
+   does not set one): old tool results soft-trimmed or cleared once the prompt cache is
+   cold, the same copies re-sent while it is warm (:class:`memctx.trim.PruningSession`;
+   ``planner:pruning=off`` or ``contextPruning.mode=off`` turns it off).
 3. **Planner.** The history is cut to the token budget, oldest first, the latest request and
    what follows always kept, no tool pair split, the cut kept where it is while the history
    fits (:func:`memctx.compaction.plan_context`, ``cutToRatio``).
@@ -28,8 +29,9 @@ context named, the payloads most about the question first.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from memctx.compaction import (
     ContextPlan,
@@ -45,8 +47,9 @@ from memctx.errors import StoreError
 from memctx.messages import leading_system_count
 from memctx.store import read_output_ref
 from memctx.text import tokenize
+from memctx.trim import PruningSession
 
-from .base import BaseStrategy, Messages, Prepared, StrategySetup, pruning_session
+from .base import BaseStrategy, Messages, Prepared, StrategySetup
 
 __all__ = ["READ_LIMIT", "PlannerStrategy"]
 
@@ -57,19 +60,19 @@ class PlannerStrategy(BaseStrategy):
     """Payload refs + summary sidecar + pruning + token-budget planner (module docstring).
 
     Args:
-        setup: The run's window, config, work directory, clock and shared caches;
-            ``params["pruning"]`` is ``"cache-ttl"`` (default) or ``"off"``.
+        setup: Window, config, store directory, clock and shared caches.
     """
 
     name = "planner"
     searches = False  # nothing is ranked by the embedder
+    # Seed 003's example.
+    config_defaults: ClassVar[Mapping[str, object]] = {"contextPruning.mode": "cache-ttl"}
 
     def __init__(self, setup: StrategySetup) -> None:
         super().__init__(setup)
-        self.config = setup.config
-        self.pruning = pruning_session(setup, self.config)
+        self.pruning = PruningSession(self.config.context_pruning, setup.window, infos=setup.infos)
         # Like OpenClaw's agent directory: session files, their sidecars, tool-output/.
-        self.sessions_dir = setup.work_dir / "sessions"
+        self.sessions_dir = setup.store_dir / "sessions"
         self._summary: SessionSummary | None = None
         # id(message) -> (message, what is sent for it): a result is persisted once, and the
         # same compact dict goes out on every call (a stable prefix for the prompt cache).
@@ -102,7 +105,7 @@ class PlannerStrategy(BaseStrategy):
 
     def prepare(self, transcript: Messages) -> Prepared:
         if self._summary is None:
-            raise RuntimeError("start_session was not called")
+            raise RuntimeError(f"{self.name}: start_session() was not called")
         started = time.perf_counter()
         setup, planner = self.setup, self.config.planner
         kept = self._persist(transcript)

@@ -17,7 +17,7 @@ everything else is sent as it is. No LLM, no search, no compaction.
   its masked copy is built once and sent again (the same dict) at every later call, and the
   context changes only from the output masked last. The ledger prices the rest as cache reads.
 - Window: when even the masked context exceeds ``window - reserveTokens``, the oldest
-  messages are dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself,
+  messages are dropped by :class:`~memctx.strategies.truncate.TruncateStrategy` itself,
   so no call is sent over the window.
 
 The work per call is proportional to the new messages (and the outputs newly masked): the
@@ -32,20 +32,15 @@ from typing import Any
 
 from memctx.messages import BlockKind, BlockRef, with_tool_result_text
 
-from .base import (
-    BaseStrategy,
-    Messages,
-    Prepared,
-    StrategySetup,
-    TruncateStrategy,
-    register_strategy,
-)
+from .base import BaseStrategy, Messages, Prepared, StrategySetup
+from .truncate import TruncateStrategy
 
 __all__ = [
     "DEFAULT_KEEP_LAST",
     "KEEP_LAST_KEY",
     "ObservationMaskingStrategy",
     "masked_placeholder",
+    "parse_keep_last",
 ]
 
 DEFAULT_KEEP_LAST = 10
@@ -79,7 +74,7 @@ class ObservationMaskingStrategy(BaseStrategy):
         super().__init__(setup)
         if keep_last is None:
             given = setup.params.get(KEEP_LAST_KEY, DEFAULT_KEEP_LAST)
-            keep_last = given if isinstance(given, int) else _keep_last(str(given))
+            keep_last = given if isinstance(given, int) else parse_keep_last(str(given))
         if keep_last < 0:
             raise ValueError(f"keepLast must be an integer >= 0, got {keep_last}")
         self.keep_last = keep_last
@@ -174,7 +169,8 @@ class ObservationMaskingStrategy(BaseStrategy):
             self._fitted = False
 
 
-def _keep_last(text: str) -> int:
+def parse_keep_last(text: str) -> int:
+    """``keepLast`` from the strategy's name (``observation-masking:keepLast=5``)."""
     try:
         value = int(text)
     except ValueError:
@@ -182,8 +178,3 @@ def _keep_last(text: str) -> int:
     if value < 0:
         raise ValueError("want an integer >= 0 (tool outputs kept verbatim)")
     return value
-
-
-register_strategy(
-    "observation-masking", ObservationMaskingStrategy, params={KEEP_LAST_KEY: _keep_last}
-)

@@ -11,46 +11,41 @@ memctx recall:
   (:class:`memctx.compaction.AgentCompactor`: staged summaries, fallback ladder, rolling
   previous summary, the ``compaction.mode`` safeguard sections when configured); the
   discarded messages are gone, except what the flush wrote down.
-- **Pruning** (seed 003's ``contextPruning``, ``cache-ttl`` as the seed's example sets it):
-  old tool results are soft-trimmed or cleared in the copy sent once the prompt cache has
-  gone cold, and the same pruned copies are sent while it is warm
-  (:class:`memctx.trim.PruningSession`). The harness clock advances one minute per call,
-  so with the default 5-minute TTL it runs only when a session starts; ``--set
-  contextPruning.ttl=1m`` prunes before every call (``openclaw:pruning=off`` turns it off).
+- **Pruning** (seed 003's ``contextPruning``; this strategy's own default mode is
+  ``cache-ttl``, as the seed's example sets it, where the config does not set one): old tool
+  results are soft-trimmed or cleared in the copy sent once the prompt cache has gone cold,
+  and the same pruned copies are sent while it is warm (:class:`memctx.trim.PruningSession`).
+  The harness clock advances one minute per call, so with the default 5-minute TTL it runs
+  only when a session starts; ``contextPruning.ttl=1m`` prunes before every call, and
+  ``openclaw:pruning=off`` (or ``contextPruning.mode=off``) turns it off.
 - **Recall** only through the ``memory_search`` tool over the memory files
-  (:class:`memctx.store.MemoryFiles`), which the harness models as the agent calling it with
-  the probe's question: OpenClaw injects nothing by itself.
+  (:class:`memctx.store.MemoryFiles`; the harness models it as the agent calling it with the
+  probe's question): OpenClaw injects nothing by itself.
 
-The workspace is shared by the sessions of one scenario, as an agent's workspace is, so a
-later session can search what an earlier one flushed. When a call would still exceed the
-window (one huge tool output, a compaction the loop guard deferred), the provider refuses
-it and seed 001's overflow ladder runs (:mod:`~memctx.harness.strategies.overflow`: compact
-up to three times, then cut oversized tool results); if that fails too, the oldest messages
-are dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself and the call
-is marked as trimmed: the harness measures what the agent would have sent, never an
-overflow.
+The workspace (``<store>/workspace``) is shared by the sessions of one agent, so a later
+session can search what an earlier one flushed. When a call would still exceed the window
+(one huge tool output, a compaction the loop guard deferred), the provider would refuse it
+and seed 001's overflow ladder runs (:mod:`.overflow`: compact up to three times, then cut
+oversized tool results); if that fails too, the oldest messages are dropped as
+:class:`~.truncate.TruncateStrategy` drops them and the call is marked as trimmed: no call
+over the window is ever sent.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
+from typing import ClassVar
 
 from memctx.compaction import AgentCompactor, FlushTracker, run_flush
 from memctx.llm import LLMClient
+from memctx.retrieval import make_embedder
 from memctx.store import MemoryFiles
+from memctx.trim import PruningSession
 
-from .base import (
-    BaseStrategy,
-    Messages,
-    Prepared,
-    StrategySetup,
-    TruncateStrategy,
-    client_usage,
-    pruning_session,
-    send_whole,
-)
-from .memory_context import shared_embedder
+from .base import BaseStrategy, Messages, Prepared, StrategySetup, llm_usage
 from .overflow import OverflowRecoverer, with_recovery
+from .truncate import TruncateStrategy, send_whole
 
 __all__ = ["OpenClawStrategy"]
 
@@ -59,28 +54,29 @@ class OpenClawStrategy(BaseStrategy):
     """Seed 001's compaction + flush + memory files (see the module docstring).
 
     Args:
-        setup: The run's window, embedding, config, work directory and shared caches.
+        setup: Window, config, store directory and shared caches.
     """
 
     name = "openclaw"
     searches = True  # memory_search ranks with the embedder
+    # Seed 003's example.
+    config_defaults: ClassVar[Mapping[str, object]] = {"contextPruning.mode": "cache-ttl"}
 
     def __init__(self, setup: StrategySetup) -> None:
         super().__init__(setup)
-        self.config = setup.config.with_overrides({"embeddingModel": setup.embedding})
         # No disk cache: the summariser's prompts hold the unredacted history.
         self.client = LLMClient(self.config.extraction_model)
         self.compactor = AgentCompactor(
             self.config, setup.window, self.client, counter=setup.counter, infos=setup.infos
         )
         self.memory = MemoryFiles(
-            setup.work_dir / "workspace",
-            embedder=shared_embedder(setup.embedding),
+            setup.store_dir / "workspace",
+            embedder=setup.embedder or make_embedder(self.config.embedding_model),
             clock=setup.clock,
         )
-        self._fitter = TruncateStrategy(setup)
-        self.overflow = OverflowRecoverer(setup, self.config, self.client)
-        self.pruning = pruning_session(setup, self.config)
+        self._fitter = TruncateStrategy(self.setup)
+        self.overflow = OverflowRecoverer(self.setup, self.config, self.client)
+        self.pruning = PruningSession(self.config.context_pruning, setup.window, infos=setup.infos)
         self._flush: FlushTracker | None = None
         self._turn = 0  # model calls of the session, for the compactor's loop guard
         self.counts = {
@@ -96,11 +92,12 @@ class OpenClawStrategy(BaseStrategy):
         self._fitter.start_session(session_id)
         self.pruning.reset()
         # One compaction cycle counter per session, kept beside the workspace.
-        self._flush = FlushTracker(self.setup.work_dir / "flush" / session_id)
+        self._flush = FlushTracker(self.setup.store_dir / "flush" / session_id)
 
-    def compact(self, transcript: Messages, tokens: int) -> Messages | None:
+    def compact(self, transcript: Messages, tokens: int | None = None) -> Messages | None:
         if self._flush is None:
-            raise RuntimeError("start_session was not called")
+            raise RuntimeError(f"{self.name}: start_session() was not called")
+        tokens = self.count(transcript, tokens)
         window = self.setup.window
         if self._flush.check(tokens, window, self.config).flush:
             at = self.setup.clock()
@@ -147,4 +144,4 @@ class OpenClawStrategy(BaseStrategy):
         return [hit.text for hit in self.memory.search(query, limit=5)]
 
     def close(self) -> dict[str, float]:
-        return client_usage([self.client])
+        return llm_usage([self.client])

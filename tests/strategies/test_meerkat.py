@@ -8,12 +8,11 @@ from typing import Any
 
 from helpers.eval_sessions import PLANT, QUESTION, session, strategy_setup
 
-from memctx.harness.strategies import STRATEGIES, SUMMARY_STRATEGIES
-from memctx.harness.strategies.base import StrategySetup
-from memctx.harness.strategies.meerkat import MeerkatStrategy
 from memctx.messages.markers import is_compaction_summary, is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
+from memctx.strategies import StrategySetup, strategy_info
+from memctx.strategies.meerkat import MeerkatStrategy
 
 
 def _setup(tmp_path: Path) -> StrategySetup:
@@ -42,7 +41,7 @@ def _replay(strategy: MeerkatStrategy, messages: list[dict[str, Any]]) -> list[i
 
 
 def test_meerkat_is_registered_as_a_summary_strategy() -> None:
-    assert "meerkat" in STRATEGIES and "meerkat" in SUMMARY_STRATEGIES
+    assert strategy_info("meerkat").summaries
 
 
 def test_compacts_by_turns_and_finds_the_discarded_fact_with_memory_search(

@@ -1,14 +1,15 @@
-"""Seed 001's overflow recovery for the harness's compacting strategies.
+"""Seed 001's overflow recovery for the compacting strategies.
 
-An agent whose transcript no longer fits the window (one tool output larger than the window
+An agent whose history no longer fits the window (one tool output larger than the window
 itself, a compaction the loop guard deferred) sends it, and the provider refuses: ``prompt
-is too long: 207547 tokens > 200000 maximum``. :class:`OverflowRecoverer` plays that refusal
+is too long: 207547 tokens > 200000 maximum``. The strategy knows the window, so it does not
+wait for the refusal: :class:`OverflowRecoverer` raises it itself before the call
 (:class:`ProviderRefusal`, which :func:`memctx.compaction.is_context_overflow_error`
 recognises like the real message) and climbs seed 001's ladder with
 :func:`memctx.compaction.recover_from_overflow`: compact (up to three times, with a smaller
 verbatim tail each time), then cut the oversized tool results, then give up with a
 :class:`~memctx.compaction.ContextOverflowError` that says what the user can do. The path
-taken is kept for the call's row (``CallRow.recovery``), so ``memctx replay`` can print it.
+taken is reported with the call (``Prepared.recovery``), so ``memctx replay`` can print it.
 
 ``openclaw``, ``meerkat`` and ``memory-context`` use it; ``truncate`` and
 ``observation-masking`` have no LLM and recover by dropping, ``full`` does not recover.
@@ -44,7 +45,7 @@ class OverflowRecoverer:
     """Recovers a transcript over the window the way seed 001's agent loop does.
 
     Args:
-        setup: The run's window, counter and anatomy cache.
+        setup: The window, counter and anatomy cache.
         config: ``compaction`` gives the reserve, ratios and margin of the compactions.
         client: Writes the recovery compactions' summaries.
 

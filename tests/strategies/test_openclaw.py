@@ -9,12 +9,11 @@ from typing import Any
 
 from helpers.eval_sessions import PLANT, QUESTION, session, strategy_setup
 
-from memctx.harness.strategies import STRATEGIES, SUMMARY_STRATEGIES, make_strategy
-from memctx.harness.strategies.base import StrategySetup
-from memctx.harness.strategies.openclaw import OpenClawStrategy
 from memctx.messages.markers import is_compaction_summary
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
+from memctx.strategies import StrategySetup, build_strategy, strategy_info
+from memctx.strategies.openclaw import OpenClawStrategy
 
 
 def _setup(tmp_path: Path) -> StrategySetup:
@@ -38,8 +37,8 @@ def _replay(strategy: OpenClawStrategy, messages: list[dict[str, Any]]) -> list[
 
 
 def test_openclaw_is_registered_as_a_summary_strategy(tmp_path: Path) -> None:
-    assert "openclaw" in STRATEGIES and "openclaw" in SUMMARY_STRATEGIES
-    strategy = make_strategy("openclaw", _setup(tmp_path))
+    assert strategy_info("openclaw").summaries
+    strategy = build_strategy("openclaw", _setup(tmp_path))
     assert isinstance(strategy, OpenClawStrategy) and strategy.searches
 
 
@@ -111,8 +110,18 @@ def test_openclaw_prunes_old_tool_results_when_the_cache_is_cold_and_resends_the
     again = strategy.prepare([*transcript, {"role": "user", "content": "Fix it."}]).context
     assert [m for m in again if m in trimmed] == trimmed
     assert all(any(m is t for m in again) for t in trimmed)
-    off = OpenClawStrategy(
-        dataclasses.replace(setup, work_dir=tmp_path / "off", params={"pruning": "off"})
+    # Off by the strategy's name, or by the config: what the config sets wins over the
+    # strategy's own default (cache-ttl).
+    by_name = build_strategy(
+        "openclaw:pruning=off", dataclasses.replace(setup, store_dir=tmp_path / "a")
     )
-    off.start_session("s1")
-    assert off.prepare(transcript).context == transcript
+    by_config = OpenClawStrategy(
+        dataclasses.replace(
+            setup,
+            store_dir=tmp_path / "b",
+            config=setup.config.with_overrides({"contextPruning.mode": "off"}),
+        )
+    )
+    for off in (by_name, by_config):
+        off.start_session("s1")
+        assert off.prepare(transcript).context == transcript

@@ -13,16 +13,6 @@ from hypothesis import strategies as st
 from strategies import FORMATS, Call, Turn, abstract_conversations, render
 
 from memctx.config import MemoryContextConfig
-from memctx.harness.strategies import (
-    DEFAULT_KEEP_LAST,
-    STRATEGIES,
-    ObservationMaskingStrategy,
-    StrategySetup,
-    TruncateStrategy,
-    make_strategy,
-    masked_placeholder,
-    parse_strategy,
-)
 from memctx.messages import (
     BlockKind,
     InfoCache,
@@ -31,6 +21,13 @@ from memctx.messages import (
     inspect_message,
     pairing_violations,
 )
+from memctx.strategies import StrategySetup, build_strategy, parse_strategy, strategy_names
+from memctx.strategies.observation_masking import (
+    DEFAULT_KEEP_LAST,
+    ObservationMaskingStrategy,
+    masked_placeholder,
+)
+from memctx.strategies.truncate import TruncateStrategy
 
 NAME = "observation-masking"
 
@@ -38,9 +35,8 @@ NAME = "observation-masking"
 def _setup(window: int = 1_000_000) -> StrategySetup:
     return StrategySetup(
         window=window,
-        embedding="hash",
         config=MemoryContextConfig(enabled=True),
-        work_dir=Path("unused"),
+        store_dir=Path("unused"),
         counter=TokenCounter(),
         infos=InfoCache(),
         clock=lambda: 1_767_225_600.0,
@@ -87,13 +83,13 @@ def _calls(transcript: list[dict[str, Any]]) -> list[int]:
 
 
 def test_it_is_registered_and_takes_keep_last_from_its_name() -> None:
-    assert NAME in STRATEGIES
-    default = make_strategy(NAME, _setup())
+    assert NAME in strategy_names()
+    default = build_strategy(NAME, _setup())
     assert isinstance(default, ObservationMaskingStrategy)
     assert default.keep_last == DEFAULT_KEEP_LAST == 10
     assert not default.searches and default.close() == {}  # no LLM, no search
     assert parse_strategy(f"{NAME}:keepLast=5") == (NAME, {"keepLast": 5})
-    five = make_strategy(f"{NAME}: keepLast = 5", _setup())
+    five = build_strategy(f"{NAME}: keepLast = 5", _setup())
     assert isinstance(five, ObservationMaskingStrategy) and five.keep_last == 5
     assert ObservationMaskingStrategy(_setup(), keep_last=0).keep_last == 0
 
@@ -112,7 +108,7 @@ def test_it_is_registered_and_takes_keep_last_from_its_name() -> None:
 )
 def test_bad_settings_are_refused_with_the_fix(spec: str, said: str) -> None:
     with pytest.raises(ValueError, match=said):
-        make_strategy(spec, _setup())
+        build_strategy(spec, _setup())
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -120,7 +116,7 @@ def test_bad_settings_are_refused_with_the_fix(spec: str, said: str) -> None:
 def test_all_but_the_last_n_outputs_are_masked_in_every_format(fmt: str, keep: int) -> None:
     transcript = _conversation(fmt)
     frozen = copy.deepcopy(transcript)
-    strategy = make_strategy(f"{NAME}:keepLast={keep}", _setup())
+    strategy = build_strategy(f"{NAME}:keepLast={keep}", _setup())
     strategy.start_session("s")
     prepared = strategy.prepare(transcript)
     context = prepared.context

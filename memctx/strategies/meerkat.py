@@ -14,75 +14,61 @@ How Meerkat manages an agent's context, as seed 002 describes it:
   with the probe's question (the ``tool`` column of the report). The index is memctx's raw
   store, used through ``MemoryContext.on_before_compact`` and ``memory_search`` only: the
   seed's HNSW index is a different vector index over the same kind of records, and
-  comparing stores is not what this strategy is for. Knowledge extraction is off: Meerkat has
-  none.
+  comparing stores is not what this strategy is for. Knowledge extraction is off by this
+  strategy's own default (Meerkat has none; ``knowledgeExtraction=true`` turns it on).
 
 The seed's threshold is an absolute 100,000 tokens; a Meerkat agent on a smaller window
-would set it under the window, so the harness uses ``min(autoCompactThreshold, window -
+would set it under the window, so the strategy uses ``min(autoCompactThreshold, window -
 reserve)`` with the compaction reserve of the other strategies. When a call would still
 exceed the window (the guard is waiting, one tool output larger than the window), the
-provider refuses it and seed 001's overflow ladder runs
-(:mod:`~memctx.harness.strategies.overflow`); if that fails too, the oldest messages are
-dropped by :class:`~memctx.harness.strategies.base.TruncateStrategy` itself and the call is
-marked as trimmed: the harness measures what the agent would have sent, never an overflow.
+provider would refuse it and seed 001's overflow ladder runs (:mod:`.overflow`); if that
+fails too, the oldest messages are dropped as :class:`~.truncate.TruncateStrategy` drops
+them and the call is marked as trimmed: no call over the window is ever sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from memctx.compaction import TurnCompactor, compaction_reserve
 from memctx.llm import LLMClient
 from memctx.runtime import MemoryContext
 
-from .base import (
-    BaseStrategy,
-    Messages,
-    Prepared,
-    StrategySetup,
-    TruncateStrategy,
-    client_usage,
-    send_whole,
-)
-from .memory_context import archive_compacted, shared_embedder
+from .base import BaseStrategy, Messages, Prepared, StrategySetup, llm_usage
+from .memory_context import BACKGROUND_WAIT_S
 from .overflow import OverflowRecoverer, with_recovery
+from .truncate import TruncateStrategy, send_whole
 
 __all__ = ["MeerkatStrategy"]
-
-_WAIT_S = 600.0  # background indexing of one batch never takes this long
 
 
 class MeerkatStrategy(BaseStrategy):
     """Seed 002's turn-based compactor with ``memory_search`` (see the module docstring).
 
     Args:
-        setup: The run's window, embedding, config, work directory and shared caches.
+        setup: Window, config, store directory and shared caches.
     """
 
     name = "meerkat"
     searches = True  # memory_search ranks with the embedder
+    # Meerkat extracts no facts.
+    config_defaults: ClassVar[Mapping[str, object]] = {"knowledgeExtraction": False}
 
     def __init__(self, setup: StrategySetup) -> None:
         super().__init__(setup)
         window = setup.window
         threshold = min(
-            setup.config.compaction.auto_compact_threshold,
-            max(window - compaction_reserve(setup.config, window), 1),
+            self.config.compaction.auto_compact_threshold,
+            max(window - compaction_reserve(self.config, window), 1),
         )
-        self.config = setup.config.with_overrides(
-            {
-                "embeddingModel": setup.embedding,
-                "knowledgeExtraction": False,
-                "compaction.autoCompactThreshold": threshold,
-            }
-        )
+        self.config = self.config.with_overrides({"compaction.autoCompactThreshold": threshold})
         # No disk cache: the summariser's prompts hold the unredacted history.
         self.client = LLMClient(self.config.extraction_model)
         self.compactor: TurnCompactor | None = None
         self.index: MemoryContext | None = None
-        self._fitter = TruncateStrategy(setup)
-        self.overflow = OverflowRecoverer(setup, self.config, self.client)
+        self._fitter = TruncateStrategy(self.setup)
+        self.overflow = OverflowRecoverer(self.setup, self.config, self.client)
         self._turn = 0
         self._last_input: int | None = None
         self.counts = {"compaction_failures": 0, "over_window_calls": 0, "hook_failures": 0}
@@ -90,10 +76,12 @@ class MeerkatStrategy(BaseStrategy):
 
     def _index(self) -> MemoryContext:
         if self.index is None:
-            raise RuntimeError("start_session was not called")
+            raise RuntimeError(f"{self.name}: start_session() was not called")
         return self.index
 
     def start_session(self, session_id: str) -> None:
+        if self.index is not None:
+            self.end_session([])  # an agent that starts a new session without ending one
         self._turn, self._last_input = 0, None
         self._fitter.start_session(session_id)
         self.compactor = TurnCompactor(
@@ -105,16 +93,25 @@ class MeerkatStrategy(BaseStrategy):
         )
         self.index = MemoryContext(
             self.config,
-            store_dir=self.setup.work_dir / "store",
+            store_dir=self.setup.store_dir,
             session_id=session_id,
             context_window_tokens=self.setup.window,
-            embedder=shared_embedder(self.setup.embedding),
+            embedder=self.setup.embedder,
             clock=self.setup.clock,
         )
 
-    def compact(self, transcript: Messages, tokens: int) -> Messages | None:
+    def _archive(self, messages: Messages) -> None:
+        """Index what a compaction discarded (seed 002: for ``memory_search``)."""
+        if messages:
+            index = self._index()
+            index.on_before_compact(messages)
+            if self.setup.wait_for_background:
+                index.wait_idle(BACKGROUND_WAIT_S)
+
+    def compact(self, transcript: Messages, tokens: int | None = None) -> Messages | None:
         if self.compactor is None:
-            raise RuntimeError("start_session was not called")
+            raise RuntimeError(f"{self.name}: start_session() was not called")
+        tokens = self.count(transcript, tokens)
         turn = self._turn
         self._turn += 1  # one turn per model call
         asked = tokens
@@ -124,7 +121,7 @@ class MeerkatStrategy(BaseStrategy):
         self.counts["compaction_failures"] += result.failed
         replaced: Messages | None = None
         if result.compacted:
-            archive_compacted(self._index(), result.to_index)
+            self._archive(result.to_index)
             replaced, tokens = result.messages, result.tokens_after
         # Still over the window: the provider refuses, and the overflow ladder runs. What
         # its compactions replace is indexed too, as after any compaction.
@@ -133,7 +130,7 @@ class MeerkatStrategy(BaseStrategy):
             transcript,
             replaced,
             tokens,
-            archive=lambda dropped: archive_compacted(self._index(), dropped),
+            archive=self._archive,
         )
 
     def prepare(self, transcript: Messages) -> Prepared:
@@ -150,8 +147,10 @@ class MeerkatStrategy(BaseStrategy):
         return [str(hit.get("content", "")) for hit in hits]
 
     def end_session(self, transcript: Messages) -> None:
-        index = self._index()
-        index.wait_idle(_WAIT_S)
+        index = self.index
+        if index is None:
+            return
+        index.wait_idle(BACKGROUND_WAIT_S)
         counts: Mapping[str, Any] = index.stats().get("counts", {})
         self.counts["hook_failures"] += sum(
             int(v) for k, v in counts.items() if k.endswith("_failures")
@@ -162,7 +161,5 @@ class MeerkatStrategy(BaseStrategy):
         self.index = None
 
     def close(self) -> dict[str, float]:
-        if self.index is not None:
-            self.index.close()
-            self.index = None
-        return client_usage([self.client], self.counts["hook_failures"])
+        self.end_session([])
+        return llm_usage([self.client], self.counts["hook_failures"])
