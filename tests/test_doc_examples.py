@@ -1,4 +1,4 @@
-"""The README's Python examples run as written, through public names only.
+"""The Python examples of the README and of docs/ run as written, through public names only.
 
 Each ```python block runs in a fresh interpreter, in an empty folder that is also its home
 (the examples write to ``~/.memctx``), offline. Names an example leaves to the reader (your
@@ -33,19 +33,26 @@ messages_to_compact = messages[1:3]
 _OPENCLAW = {"agents": {"defaults": {"memoryContext": {"enabled": True, "hardCapTokens": 2000}}}}
 
 
-def _blocks() -> list[str]:
-    return _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def _blocks() -> list[tuple[str, str]]:
+    """``(where, code)`` for every Python example, ``where`` as ``FILE#N``."""
+    found = []
+    for doc in DOCS:
+        for n, code in enumerate(_BLOCK.findall(doc.read_text(encoding="utf-8")), 1):
+            found.append((f"{doc.relative_to(REPO)}#{n}", code))
+    return found
 
 
 def test_the_readme_has_python_examples() -> None:
-    assert len(_blocks()) >= 3
+    assert sum(where.startswith("README.md#") for where, _ in _blocks()) >= 2
 
 
-@pytest.mark.parametrize("index", range(len(_blocks())))
-def test_a_readme_example_runs(index: int, tmp_path: Path) -> None:
-    code = _blocks()[index]
+@pytest.mark.parametrize(("where", "code"), _blocks(), ids=[w for w, _ in _blocks()])
+def test_a_doc_example_runs(where: str, code: str, tmp_path: Path) -> None:
     assert not re.search(r"memctx\.[a-z_.]*\._|from memctx[\w.]* import _", code), (
-        "README examples use public names only"
+        f"{where}: examples use public names only"
     )
     (tmp_path / "openclaw.json").write_text(json.dumps(_OPENCLAW))
     if "load_run(" in code:  # an example that reads a run: give it one, as `memctx eval` would
@@ -74,4 +81,4 @@ def test_a_readme_example_runs(index: int, tmp_path: Path) -> None:
         text=True,
         timeout=300,
     )
-    assert result.returncode == 0, f"README example {index} failed:\n{code}\n{result.stderr}"
+    assert result.returncode == 0, f"{where} failed:\n{code}\n{result.stderr}"
