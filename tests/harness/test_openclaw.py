@@ -43,6 +43,14 @@ def test_openclaw_is_registered_as_a_summary_strategy(tmp_path: Path) -> None:
     assert isinstance(strategy, OpenClawStrategy) and strategy.searches
 
 
+def test_memory_search_settings_reach_the_memory_files(tmp_path: Path) -> None:
+    setup = strategy_setup(tmp_path, **{"memorySearch.maxInjectedChars": 40})
+    strategy = OpenClawStrategy(setup)
+    assert strategy.memory.config.max_injected_chars == 40
+    strategy.memory.append_daily("The deploy key rotates every Tuesday at 04:00 UTC, per ops")
+    assert [len(hit) for hit in strategy.search("when does the deploy key rotate") or []] == [40]
+
+
 def test_the_flush_writes_the_fact_before_compaction_discards_it(tmp_path: Path) -> None:
     strategy = OpenClawStrategy(_setup(tmp_path))
     strategy.start_session("s1")

@@ -77,6 +77,7 @@ class OpenClawStrategy(BaseStrategy):
             setup.work_dir / "workspace",
             embedder=shared_embedder(setup.embedding),
             clock=setup.clock,
+            config=self.config.memory_search,
         )
         self._fitter = TruncateStrategy(setup)
         self.overflow = OverflowRecoverer(setup, self.config, self.client)
