@@ -24,7 +24,6 @@ from .smart import (
     RELEVANT_SHARE,
     protected_mask,
     smart_trim,
-    tool_units,
     trim_read,
 )
 from .state import ReadInfos
@@ -47,6 +46,5 @@ __all__ = [
     "pruning_due",
     "smart_trim",
     "soft_trimmed_text",
-    "tool_units",
     "trim_read",
 ]
