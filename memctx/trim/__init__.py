@@ -15,7 +15,6 @@ from .pruning import (
     SessionPrune,
     prune_tool_results,
     pruning_due,
-    soft_trimmed_text,
 )
 from .result import TrimCounts, TrimResult
 from .smart import (
@@ -45,6 +44,5 @@ __all__ = [
     "prune_tool_results",
     "pruning_due",
     "smart_trim",
-    "soft_trimmed_text",
     "trim_read",
 ]

@@ -15,6 +15,7 @@ from memctx.harness.strategies.openclaw import OpenClawStrategy
 from memctx.messages.markers import is_compaction_summary
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
+from memctx.text.cut import OMISSION_NOTE_RE
 
 
 def _setup(tmp_path: Path) -> StrategySetup:
@@ -110,10 +111,10 @@ def test_openclaw_prunes_old_tool_results_when_the_cache_is_cold_and_resends_the
     strategy.start_session("s1")
     transcript = _build_session()
     first = strategy.prepare(transcript).context
-    trimmed = [m for m in first if "[Tool result trimmed" in str(m.get("content"))]
+    trimmed = [m for m in first if OMISSION_NOTE_RE.search(str(m.get("content")))]
     assert len(trimmed) == 4 and strategy.counts["prunings"] == 1  # the last 3 turns stay
     assert all(
-        "[Tool result trimmed" not in m["content"] for m in transcript[1:] if "tool_call_id" in m
+        not OMISSION_NOTE_RE.search(m["content"]) for m in transcript[1:] if "tool_call_id" in m
     )
     ticks[0] += 60  # warm: the same pruned dicts again
     again = strategy.prepare([*transcript, {"role": "user", "content": "Fix it."}]).context
