@@ -54,7 +54,6 @@ from .chunking import (
     prune_history_for_context_share,
     split_messages_by_token_share,
     tail_start,
-    tool_units,
 )
 from .fit import TRUNCATION_MARKER, fit_summary, min_summary_tokens
 from .flush import (
@@ -332,7 +331,6 @@ __all__ = [
     "summary_request",
     "summary_token_limit",
     "tail_start",
-    "tool_units",
     "transcript_backup_path",
     "trim_transcript_file",
     "truncate_oversized_tool_results",

@@ -3,9 +3,10 @@
 Seed 001 splits a history two ways: into ``parts`` pieces of about equal tokens (the stages
 of a staged summary, and what history pruning drops), and into chunks of at most
 ``max_tokens`` (the rolling summary's steps; one oversized message is a chunk alone). Both
-cut only between *units*: an assistant message with tool calls together with every message
-that answers them (:func:`tool_units`), so that a summariser always sees a call with its
-result and a kept half never holds a result whose call went to the other half.
+cut only between *spans*: an assistant message with tool calls together with every message
+that answers them and whatever lies between (:func:`memctx.messages.tool_spans`), so that a
+summariser always sees a call with its result and a kept half never holds a result whose
+call went to the other half.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from memctx.messages import (
     estimate_message_tokens,
     is_turn_start,
     repair_with_sources,
+    tool_spans,
 )
 
 __all__ = [
@@ -29,61 +31,16 @@ __all__ = [
     "prune_history_for_context_share",
     "split_messages_by_token_share",
     "tail_start",
-    "tool_units",
 ]
 
 DEFAULT_PARTS = 2
 Count = Callable[[Any], int]
 
 
-def tool_units(messages: Sequence[Any], infos: InfoCache | None = None) -> list[range]:
-    """The indices of ``messages`` grouped into units no cut may separate.
-
-    A unit is an assistant message with tool calls plus every later message holding a
-    result for one of them (by id; a result without an id belongs to the nearest earlier
-    message with calls, as Gemini pairs them), and whatever lies between; units whose spans
-    overlap (interleaved calls) are merged. Every other message is a unit alone. The units
-    are consecutive and cover ``messages`` in order.
-
-    Args:
-        messages: Message dicts in any supported format (unreadable entries are units alone).
-        infos: Anatomy cache to reuse.
-
-    Returns:
-        One ``range`` of indices per unit.
-    """
-    infos = infos if infos is not None else InfoCache()
-    reach = list(range(len(messages)))  # last index each message's calls are answered at
-    owner_of: dict[str, int] = {}
-    last_caller: int | None = None
-    for k, message in enumerate(messages):
-        info = infos.info(message)
-        for rid in info.tool_result_ids:
-            owner = owner_of.get(rid) if rid is not None else last_caller
-            if owner is not None:
-                reach[owner] = max(reach[owner], k)
-        if info.has_tool_calls:
-            last_caller = k
-            for cid in info.tool_call_ids:
-                if cid is not None:
-                    owner_of[cid] = k
-    units: list[range] = []
-    start = 0
-    while start < len(messages):
-        end = reach[start]
-        k = start
-        while k <= end:  # a call inside the span may be answered even later
-            end = max(end, reach[k])
-            k += 1
-        units.append(range(start, end + 1))
-        start = end + 1
-    return units
-
-
 def _unit_sizes(
     messages: Sequence[Any], count: Count, infos: InfoCache | None
 ) -> list[tuple[range, int]]:
-    return [(u, sum(count(messages[i]) for i in u)) for u in tool_units(messages, infos)]
+    return [(u, sum(count(messages[i]) for i in u)) for u in tool_spans(messages, infos)]
 
 
 def split_messages_by_token_share(

@@ -28,10 +28,11 @@ from memctx.messages import (
     is_recalled_block,
     leading_system_count,
     repair_with_sources,
+    tool_spans,
 )
 
 from .budget import CompactionBudget, CompactionError, summary_message
-from .chunking import is_turn_start, prune_history_for_context_share, tail_start, tool_units
+from .chunking import is_turn_start, prune_history_for_context_share, tail_start
 from .fit import fit_summary, min_summary_tokens
 from .prompts import TURN_PREFIX_INSTRUCTIONS, SummaryPrompt
 from .safeguard import (
@@ -129,7 +130,7 @@ def plan_cut(
     n = len(messages)
     head = leading_system_count(messages, infos)
     cut = tail_start(messages, head, budget.keep_recent_tokens, counter.count_message, infos)
-    units = tool_units(messages, infos)
+    units = tool_spans(messages, infos)
     unit_of = {i: u for u in units for i in u}
     if cut < n and unit_of[cut].start != cut:
         cut = max(head, unit_of[cut].start)  # as tail_start does: keep the call with it

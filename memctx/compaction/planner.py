@@ -16,8 +16,8 @@ token budget allows, deterministically:
    mandatory tail is kept: the call must still carry the request (the seed's invalid-budget
    fallback keeps at least the last message).
 4. **Backfill**: older messages, newest first, while they fit; a tool call and its results
-   are added or left together (:func:`.chunking.tool_units`), so no pair is ever split, and
-   the kept history is one contiguous stretch, trimmed from the oldest end.
+   are added or left together (:func:`memctx.messages.tool_spans`), so no pair is ever
+   split, and the kept history is one contiguous stretch, trimmed from the oldest end.
 
 Two additions of memctx's, each a setting:
 
@@ -49,9 +49,8 @@ from memctx.messages import (
     estimate_message_tokens,
     is_turn_start,
     leading_system_count,
+    tool_spans,
 )
-
-from .chunking import tool_units
 
 __all__ = ["ContextPlan", "HistoryBudget", "history_budget", "plan_context"]
 
@@ -206,7 +205,7 @@ def plan_context(
             and _keeps_latest_request(history, at, infos)
         ):
             return plan(list(range(at, len(history))))
-    units = tool_units(history, infos)
+    units = tool_spans(history, infos)
     first = _mandatory_unit(history, units, infos)
     tail = units[first].start
     used = sum(sizes[tail:])

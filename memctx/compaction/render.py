@@ -21,12 +21,13 @@ from typing import Any
 
 from memctx.messages import BlockKind, BlockRef, MessageInfo, RoleKind
 
+from .truncate import truncated_text
+
 __all__ = ["TOOL_TEXT_MAX_CHARS", "cap_text", "labelled", "render_message", "render_messages"]
 
 # Pi's compaction keeps 2,000 characters of a tool result; memctx keeps the same amount
 # but splits it between the head and the tail (failures and test summaries print last).
 TOOL_TEXT_MAX_CHARS = 2000
-_TAIL_SHARE = 0.25
 _CONVERSATION_END = "</conversation>"
 _LABELS = {
     RoleKind.SYSTEM: "System",
@@ -37,13 +38,9 @@ _LABELS = {
 
 
 def cap_text(text: str, max_chars: int = TOOL_TEXT_MAX_CHARS) -> str:
-    """``text``, or its head and tail with the number of characters left out between."""
-    if len(text) <= max_chars:
-        return text
-    tail = int(max_chars * _TAIL_SHARE)
-    head = max_chars - tail
-    left_out = len(text) - head - tail
-    return f"{text[:head]}\n[... {left_out} characters omitted ...]\n{text[len(text) - tail :]}"
+    """``text``, or its head and tail with the number of characters left out between: the
+    cut of an oversized tool result (:func:`memctx.compaction.truncate.truncated_text`)."""
+    return truncated_text(text, max_chars)
 
 
 def _result_label(block: BlockRef) -> str:

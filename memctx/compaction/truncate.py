@@ -5,8 +5,8 @@ brought a prompt under the provider's window, the tool results too large for it 
 and the prompt is sent again. A result is oversized when its text is longer than
 :func:`max_tool_result_chars` (30 % of the window in characters, never more than
 :data:`HARD_MAX_TOOL_RESULT_CHARS`); it keeps its head (three quarters of the allowance)
-and its tail (a quarter: failures and test summaries print last), with a note of the
-original size between them.
+and its tail (a quarter: failures and test summaries print last), with a note of how many
+characters were left out between them (:func:`memctx.text.cut_middle`).
 
 Only the payload changes: ids, names and error flags stay, so the tool pairing is exactly
 the input's. The caller's dicts are never modified: a truncated message is a copy sharing
@@ -27,6 +27,7 @@ from memctx.messages import (
     tool_result_text,
     with_tool_result_text,
 )
+from memctx.text import cut_middle
 
 __all__ = [
     "HARD_MAX_TOOL_RESULT_CHARS",
@@ -70,24 +71,16 @@ def max_tool_result_chars(window: int) -> int:
 
 
 def truncated_text(text: str, max_chars: int) -> str:
-    """``text``, or its head and tail within ``max_chars`` and a note of the original size.
+    """``text``, or its head and tail within ``max_chars`` and a note of what was left out.
 
-    The note (``[... tool result truncated: 812,000 chars originally, 800,000 omitted to
-    fit the context window ...]``) tells the model that the output was longer, so that it
-    re-reads a part it needs rather than assume the output ended there. A text only
-    slightly over ``max_chars`` is returned whole when the note would make it longer.
+    Three quarters of ``max_chars`` from the head, a quarter from the tail, and between them
+    :func:`memctx.text.cut_middle`'s note (``[... 800,000 characters omitted ...]``), which
+    tells the model that the output was longer, so that it re-reads a part it needs rather
+    than assume the output ended there. A text only slightly over ``max_chars`` is returned
+    whole (the same object) when the note would make it longer.
     """
-    if len(text) <= max_chars:
-        return text
     tail = int(max_chars * _TAIL_SHARE)
-    head = max_chars - tail
-    omitted = len(text) - head - tail
-    note = (
-        f"\n[... tool result truncated: {len(text):,} chars originally, {omitted:,} omitted "
-        "to fit the context window ...]\n"
-    )
-    cut = f"{text[:head]}{note}{text[len(text) - tail :]}"
-    return cut if len(cut) < len(text) else text
+    return cut_middle(text, max_chars - tail, tail)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,11 @@ from memctx.messages import (
     is_recalled_block,
     leading_system_count,
     repair_with_sources,
+    tool_spans,
 )
 
 from .budget import CompactionBudget, summary_message
-from .chunking import is_turn_start, tool_units
+from .chunking import is_turn_start
 from .fit import fit_summary, min_summary_tokens
 from .prompts import SummaryPrompt
 from .summarize import FallbackLevel, Summarizer, SummaryUsage
@@ -184,7 +185,7 @@ def plan_turn_cut(messages: Sequence[Any], recent_turns: int, infos: InfoCache) 
     starts = [i for i in range(head, len(messages)) if is_turn_start(messages[i], infos)]
     keep = min(recent_turns, max(len(starts) - 1, 0))
     cut = starts[-keep] if keep > 0 else len(messages)
-    unit_of = {i: u for u in tool_units(messages, infos) for i in u}
+    unit_of = {i: u for u in tool_spans(messages, infos) for i in u}
     while head < cut < len(messages) and unit_of[cut].start != cut:
         unit_start = unit_of[cut].start
         cut = max((s for s in starts if s <= unit_start), default=head)

@@ -26,7 +26,7 @@ from typing import Any
 from memctx.llm import task_marker
 from memctx.messages import BlockKind, RoleKind, estimate_tokens, inspect_message, is_recalled_block
 from memctx.store import Fact, FactType, UpdateOp
-from memctx.text import split_text
+from memctx.text import cut_middle, split_text
 
 __all__ = [
     "CONVERSATION_CLOSE",
@@ -152,13 +152,6 @@ class ProposedFact:
 # --- rendering and chunking -------------------------------------------------------------------
 
 
-def _excerpt(text: str, head: int, tail: int) -> str:
-    if len(text) <= head + tail + 40:
-        return text
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n… [{omitted} characters omitted] …\n{text[-tail:]}"
-
-
 def _shrink_code(text: str) -> str:
     """Keep only the first lines of each fenced code block: the prose around it is the fact."""
 
@@ -205,13 +198,13 @@ def render_messages(messages: Iterable[object]) -> list[str]:
             elif block.kind is BlockKind.TOOL_CALL:
                 if block.tool_id and block.tool_name:
                     names[block.tool_id] = block.tool_name
-                args = _excerpt(text, _CALL_ARGS, 0) if text else ""
+                args = cut_middle(text, _CALL_ARGS, 0) if text else ""
                 entries.append(f"[assistant tool call: {block.tool_name or '?'}] {args}".rstrip())
             elif block.kind is BlockKind.TOOL_RESULT and text:
                 label = "tool error" if block.is_error else "tool result"
                 tool = block.tool_name or names.get(block.tool_id or "", "")
                 name = f": {tool}" if tool else ""
-                body = _excerpt(text, _RESULT_HEAD, _RESULT_TAIL)
+                body = cut_middle(text, _RESULT_HEAD, _RESULT_TAIL)
                 entries.append(f"[{label}{name}] {_neutral(body)}")
     return entries
 

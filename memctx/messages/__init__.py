@@ -1,6 +1,6 @@
 """Messages as providers shape them: anatomy (OpenAI, Anthropic, Pi/OpenClaw, Gemini), the
-markers memctx and compactions put into a conversation, token counting, and the tool-pairing
-rules and their repair.
+markers memctx and compactions put into a conversation, token counting, the tool-pairing
+rules and their repair, and the tool units no removal or cut may separate.
 
 May import: :mod:`memctx.errors`, :mod:`memctx.config`.
 """
@@ -49,6 +49,12 @@ from .tokens import (
     estimate_messages_tokens,
     estimate_tokens,
 )
+
+# The package's interface to the rest of memctx, not user-facing (so not in __all__); the
+# ``as`` form is the explicit re-export the type checker asks for.
+from .units import ToolUnits as ToolUnits
+from .units import tool_spans as tool_spans
+from .units import tool_units as tool_units
 
 __all__ = [
     "COMPACTED_PREFIX",

@@ -1,9 +1,22 @@
-"""Hybrid search over archived segments: vector + BM25, context smoothing, time decay.
+"""Hybrid search: vector + BM25 fusion, context smoothing and decay; the one fusion in memctx.
+
+Both searches of memctx rank with :func:`hybrid_search` and differ only in what they pass:
+
+- **Archived segments** (:func:`memctx.store.search_store`, recall and ``memory_search``):
+  :data:`DEFAULT_PARAMS`: 0.7 vector + 0.3 BM25 over the best 500 of each ranking, neighbour
+  smoothing and the episode boost through the store's :class:`EpisodeIndex`, decay by each
+  segment's timestamp (off by default, see below).
+- **Memory files** (:class:`memctx.store.MemoryFiles`, seed 003): the weights of
+  ``memorySearch.query.hybrid`` (vector only when ``enabled`` is false), every chunk a
+  candidate (``candidates=None``: a workspace holds hundreds of chunks, not 20,000), no
+  episodes (chunks of a file are not a conversation), and with ``temporalDecay`` a half-life
+  on the date in a daily log's name, evergreen files (``MEMORY.md``, undated topic files)
+  never decayed.
 
 The seed's score is ``0.7 * cosine + 0.3 * bm25`` times a time decay. Measured on LoCoMo
 (see the README and ``make bench``), two additions recover far more evidence than any
 re-weighting of those two channels, for hash and transformer embeddings alike and in every
-conversation, so they are on by default:
+conversation, so they are on by default for archived segments:
 
 - **Neighbour smoothing.** A message is often only understandable with the one before it (a
   question and its answer, a tool call and its output). Each candidate gains
@@ -15,17 +28,19 @@ An *episode* is a run of consecutive segments of one session whose timestamps ar
 ``episode_gap_seconds`` apart (one LoCoMo session; one stretch of work in a coding session).
 
 Scores: BM25 is max-normalised per query (the best match scores 1, documents without a
-query term 0); cosine is clipped at 0. ``base = vector_weight * cos + text_weight * bm25``,
+query term 0); cosine is clipped at 0 (a negative cosine carries no evidence).
+``base = vector_weight * cos + text_weight * bm25``,
 ``score = (base + a * neighbours + b * episode) / (1 + a + b)``, so scores stay in [0, 1],
-then multiplied by the decay ``decay ** (age / decay_unit_seconds)`` and, if set,
-``0.5 ** (age / half_life)``. Evergreen segments (``timestamp`` of ``None``) never decay.
+then multiplied by the decay (:func:`decay_factor`): ``decay ** (age / decay_unit_seconds)``
+and, if set, ``0.5 ** (age / half_life)``, the age being ``now`` minus the document's
+timestamp. Documents whose timestamp is ``None`` (evergreen) never decay.
 
-Decay is off by default, a measured decision: on LoCoMo, whose questions are about any point
-of a months-long past, the seed's 0.995 per hour drops evidence recall at 2,000 tokens from
-78% to 14% (a week-old message weighs 0.43, a month-old one 0.03), and even 0.995 per day
-costs 14 points. Superseded facts are the knowledge store's job (``supersededBy``), not the
-clock's. :data:`SEED_PRESET` keeps the seed's values, and ``decay`` / ``decay_unit_seconds``
-turn it back on.
+Decay is off by default for archived segments, a measured decision: on LoCoMo, whose
+questions are about any point of a months-long past, the seed's 0.995 per hour drops evidence
+recall at 2,000 tokens from 78% to 14% (a week-old message weighs 0.43, a month-old one
+0.03), and even 0.995 per day costs 14 points. Superseded facts are the knowledge store's job
+(``supersededBy``), not the clock's. :data:`SEED_PRESET` keeps the seed's values, and
+``decay`` / ``decay_unit_seconds`` turn it back on.
 """
 
 from __future__ import annotations
@@ -66,9 +81,10 @@ class SearchParams:
     decay_unit_seconds: float = 86_400.0
     half_life_days: float | None = None
     min_score: float = 0.0
-    # How many of each ranking (vector, BM25) are fused. 500: measured on LoCoMo through
-    # on_context, 200 -> 500 lifts hash evidence recall 80.0 -> 82.2 %; 1,000 adds nothing.
-    candidates: int = 500
+    # How many of each ranking (vector, BM25) are fused; None: every document. 500: measured
+    # on LoCoMo through on_context, 200 -> 500 lifts hash evidence recall 80.0 -> 82.2 %;
+    # 1,000 adds nothing.
+    candidates: int | None = 500
 
 
 DEFAULT_PARAMS = SearchParams()
@@ -171,6 +187,7 @@ def _none_for_negative(values: np.ndarray) -> list[int | None]:
 
 
 def decay_factor(age: float, params: SearchParams) -> float:
+    """The score multiplier of a document ``age`` seconds old (a negative age counts as 0)."""
     factor = 1.0
     if params.decay < 1.0:
         factor *= params.decay ** (max(age, 0.0) / params.decay_unit_seconds)
@@ -200,10 +217,11 @@ def hybrid_search(
         vectors: Embedding index over the same keys.
         embedder: Embeds the query (the same model that embedded the segments).
         episodes: Neighbour structure; ``None`` disables smoothing and the episode boost.
-        timestamp_of: A segment's timestamp (epoch seconds) or ``None`` for evergreen.
+        timestamp_of: A document's timestamp (epoch seconds) or ``None`` for evergreen:
+            with ``now`` and the rates in ``params``, the decay (:func:`decay_factor`).
         now: Reference time for decay; ``None`` disables decay.
         allowed: Keys the caller may see (e.g. its own session); ``None`` for all.
-        params: Weights and decay (:class:`SearchParams`).
+        params: Weights, candidate pool and decay rates (:class:`SearchParams`).
         limit: Results wanted.
     """
     if not query.strip() or limit <= 0 or len(vectors) == 0:
@@ -213,7 +231,7 @@ def hybrid_search(
     # matching document: a common word matches most of a 20,000-segment store.
     text = bm25.query(q_tokens) if params.text_weight > 0 else None
     q_vec = embed_query(embedder, query)
-    pool = params.candidates
+    pool = len(vectors) if params.candidates is None else params.candidates
     similarity = vectors.query(q_vec, allowed)  # one product, read twice (top, candidates)
     candidates = {k for k, _ in similarity.top(pool)}
     if text is not None:

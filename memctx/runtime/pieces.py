@@ -7,10 +7,13 @@ redacted text is cut.
 
 Cost is bounded per message. Indexing is linear in the text (a 20 MB tool output made
 ~20,000 chunks, 94 s and 918 MB in one hook), so a text over ``max_chars`` is archived as
-its head and tail (``max_chars / 2`` each, cut at line breaks) with a note between them that
-names the file the middle is kept in whole (:mod:`memctx.store.payloads`); the middle is
-redacted and written there later, off the hook. The head and tail are redacted with a margin
-around their cut, so a secret that straddles it is seen whole.
+its head and tail (``max_chars / 2`` each, cut at line breaks) with the note of
+:func:`memctx.text.omission_note` between them, naming the file the middle is kept in whole
+(:mod:`memctx.store.payloads`); the middle is redacted and written there later, off the
+hook. The head and tail are redacted with a margin around their cut, so a secret that
+straddles it is seen whole. (Not :func:`memctx.text.cut_middle` itself: these cuts move to
+line breaks and around secrets, and the head and tail are redacted and chunked apart, the
+note a piece of its own.)
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from memctx.text import Redactor, chunk_text
+from memctx.text import Redactor, chunk_text, omission_note
 
 __all__ = ["MessagePieces", "message_pieces"]
 
@@ -106,10 +109,7 @@ def message_pieces(
     first = text.count("\n", 0, head_end) + 1
     last = first + middle.count("\n")
     name = hashlib.sha256(middle.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    note = (
-        f"[memctx: {len(middle):,} characters (lines {first:,}-{last:,}) of this message were "
-        f"not indexed; the full text is kept in tool-output/{name}.json]"
-    )
+    note = omission_note(len(middle), kept_in=f"tool-output/{name}.json")
     chunks = [*_chunks(head, chunk_tokens), note, *_chunks(tail, chunk_tokens)]
     return MessagePieces(tuple(c for c in chunks if c.strip()), middle, name, (first, last))
 

@@ -5,23 +5,32 @@ Layout under a workspace directory: ``MEMORY.md`` (curated long-term memory), da
 other ``memory/**/*.md`` topic files. Files are the source of truth; the index is in memory
 and rebuilt from them.
 
-- **Chunks.** Each file is cut on line boundaries into chunks of at most 400 estimated tokens
-  (``estimate_tokens``, so at most 1,200 characters), consecutive chunks sharing up to 80
-  tokens of whole lines, so a fact near a boundary is whole in one chunk. A single line longer
-  than a chunk is cut into pieces that all carry its line number. Chunks remember
-  ``(path, start_line, end_line, text)`` with 1-based inclusive lines, the numbering
-  :meth:`MemoryFiles.memory_get` reads.
+Settings come from a :class:`~memctx.config.MemorySearchConfig` (``memorySearch`` of a memctx
+config or an ``openclaw.json``); every field is honoured, as below.
+
+- **Chunks.** Each file is cut on line boundaries into chunks of at most ``chunkTokens`` (400)
+  estimated tokens (``estimate_tokens``, so at most 1,200 characters), consecutive chunks
+  sharing up to ``chunkOverlapTokens`` (80) tokens of whole lines, so a fact near a boundary
+  is whole in one chunk. A single line longer than a chunk is cut into pieces that all carry
+  its line number. Chunks remember ``(path, start_line, end_line, text)`` with 1-based
+  inclusive lines, the numbering :meth:`MemoryFiles.memory_get` reads.
 - **Index.** A :class:`~memctx.retrieval.BM25Index` and a :class:`~memctx.retrieval.VectorIndex`
   over the chunks. :meth:`MemoryFiles.sync` re-reads a file only when its ``(mtime_ns, size)``
   changed or its mtime is within 2 s of when it was last hashed (the "racy" window of git's
   index: a same-size edit inside one mtime tick would be missed otherwise), and re-chunks it only
   when its sha256 changed. Vectors are kept per chunk text, so appending to a daily log embeds
   only the chunks whose text changed. Files that vanished drop out of the index.
-- **Search.** ``vector_weight * max(cosine, 0) + text_weight * BM25 / max BM25 of the query``
-  (negative cosines carry no evidence and are floored at 0). With ``half_life_days`` a *daily
-  log* chunk is multiplied by ``0.5 ** (age_days / half_life_days)``, the age counted in whole
-  days from the date in its file name to ``clock()``'s local date (today = 100 %); evergreen
-  files (``MEMORY.md`` and undated ``memory/`` files) are never decayed.
+- **Search.** The one hybrid fusion, :func:`memctx.retrieval.hybrid_search`, with these
+  parameters: ``vectorWeight * max(cosine, 0) + textWeight * BM25 / max BM25 of the query``
+  (``query.hybrid``; with ``enabled`` false, cosine alone), every chunk a candidate, no
+  neighbour smoothing. With ``temporalDecay.enabled`` a *daily log* chunk is multiplied by
+  ``0.5 ** (age_days / halfLifeDays)``, the age counted in whole days from the date in its
+  file name to ``clock()``'s local date (today = 100 %); evergreen files (``MEMORY.md`` and
+  undated ``memory/`` files) are never decayed. Hits scoring 0 are left out; ties go by path
+  and line. The hits returned hold at most ``maxInjectedChars`` (4,000) characters of text
+  together: best first, the first hit that would pass the cap cut to its whole lines that fit
+  (the best hit, when its first line alone is longer, to the cap inside that line), and
+  nothing after it, so what a search puts into a prompt is bounded whatever ``limit`` asks.
 - **Paths.** :meth:`MemoryFiles.memory_get` and :meth:`MemoryFiles.append_daily` accept only
   relative ``.md`` paths without ``..`` that resolve (symlinks followed) to
   ``<workspace>/MEMORY.md`` or into ``<workspace>/memory/``; anything else is a
@@ -42,14 +51,15 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memctx.config import MemorySearchConfig
 from memctx.errors import StoreError
-from memctx.retrieval import BM25Index, VectorIndex, embed_query
+from memctx.retrieval import BM25Index, SearchParams, VectorIndex, hybrid_search
 from memctx.text import (
     CHUNK_OVERLAP_TOKENS,
     CHUNK_TOKENS,
@@ -57,7 +67,6 @@ from memctx.text import (
     chunk_lines,
     split_lines,
     tokenize,
-    tokenize_unique,
 )
 
 from .files import open_regular, os_error, resolve_store_dir
@@ -65,7 +74,7 @@ from .memory_paths import (
     MAX_FILE_BYTES,
     MEMORY_DIR,
     MEMORY_MD,
-    daily_decay,
+    daily_date,
     memory_path,
     read_memory_file,
 )
@@ -123,6 +132,34 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _day_seconds(day: dt.date) -> float:
+    """A day as seconds on one scale (only differences count): whole days apart, exactly."""
+    return day.toordinal() * 86_400.0
+
+
+def _within_chars(hits: list[MemoryHit], max_chars: int) -> list[MemoryHit]:
+    """The best hits holding at most ``max_chars`` characters of text together.
+
+    The first hit that would pass the cap keeps its whole lines that fit, its ``end_line``
+    the last line it still shows, and nothing after it is returned. A piece of a line is
+    returned only when the best hit's first line alone is longer than the cap: a search
+    that found something never returns nothing.
+    """
+    out: list[MemoryHit] = []
+    left = max_chars
+    for hit in hits:
+        if len(hit.text) <= left:
+            out.append(hit)
+            left -= len(hit.text)
+            continue
+        brk = hit.text.rfind("\n", 0, left + 1)
+        text = hit.text[:brk] if brk > 0 else ("" if out else hit.text[:left])
+        if text:
+            out.append(replace(hit, text=text, end_line=hit.start_line + text.count("\n")))
+        break
+    return out
+
+
 class MemoryFiles:
     """The memory files of one workspace, with hybrid search and guarded reads and appends.
 
@@ -132,6 +169,11 @@ class MemoryFiles:
         embedder: Embeds chunks and queries (see :mod:`memctx.retrieval.embeddings`).
         clock: Epoch seconds; sets "today" for decay and for :meth:`append_daily`.
         redactor: Masks secrets in text written by :meth:`append_daily`.
+        config: ``memorySearch``: fusion weights, temporal decay, the cap on returned text
+            and the chunk sizes (see the module docstring); the defaults when omitted.
+
+    Raises:
+        TypeError: ``config`` is not a :class:`~memctx.config.MemorySearchConfig`.
 
     Thread-safe.
     """
@@ -143,7 +185,15 @@ class MemoryFiles:
         embedder: Embedder,
         clock: Callable[[], float] = time.time,
         redactor: Redactor | None = None,
+        config: MemorySearchConfig | None = None,
     ) -> None:
+        if config is not None and not isinstance(config, MemorySearchConfig):
+            raise TypeError(
+                f"config must be a MemorySearchConfig, got {type(config).__name__}: pass "
+                "MemoryContextConfig.memory_search, or MemorySearchConfig.from_dict({...}) "
+                "for a memorySearch section"
+            )
+        self._config = config if config is not None else MemorySearchConfig()
         self._root = resolve_store_dir(workspace_dir)
         self._embedder = embedder
         self._clock = clock
@@ -157,6 +207,11 @@ class MemoryFiles:
         self._next_key = 0
         self._refused: set[str] = set()
         self._counts = {"syncs": 0, "files_reindexed": 0, "texts_embedded": 0}
+
+    @property
+    def config(self) -> MemorySearchConfig:
+        """The ``memorySearch`` settings this instance searches with."""
+        return self._config
 
     @property
     def workspace_dir(self) -> Path:
@@ -254,50 +309,57 @@ class MemoryFiles:
             old.mtime_ns, old.size, old.hashed_at_ns = state.mtime_ns, state.size, hashed_at
             return None
         lines = split_lines(data.decode("utf-8", errors="replace"))
-        chunks = [MemoryChunk(rel, s, e, t) for s, e, t in chunk_lines(lines) if t.strip()]
+        sizes = self._config.chunk_tokens, self._config.chunk_overlap_tokens
+        chunks = [MemoryChunk(rel, s, e, t) for s, e, t in chunk_lines(lines, *sizes) if t.strip()]
         return rel, state, chunks
 
     # -- search
 
-    def search(
-        self,
-        query: str,
-        limit: int = 5,
-        *,
-        vector_weight: float = 0.7,
-        text_weight: float = 0.3,
-        half_life_days: float | None = None,
-    ) -> list[MemoryHit]:
-        """Hybrid search over the memory files (syncs first); best first, scores > 0 only.
-
-        Raises:
-            ValueError: A weight is negative or ``half_life_days`` is not positive.
-        """
-        if vector_weight < 0 or text_weight < 0:
-            raise ValueError("search weights must be >= 0")
-        if half_life_days is not None and not half_life_days > 0:
-            raise ValueError(f"half_life_days must be > 0, got {half_life_days}")
+    def search(self, query: str, limit: int = 5) -> list[MemoryHit]:
+        """Hybrid search over the memory files (syncs first); best first, scores > 0 only,
+        at most ``maxInjectedChars`` of text in all (see the module docstring)."""
         self.sync()
         if limit <= 0 or not query.strip():
             return []
+        hybrid = self._config.query.hybrid
+        decay = hybrid.temporal_decay
+        params = SearchParams(
+            vector_weight=hybrid.vector_weight if hybrid.enabled else 1.0,
+            text_weight=hybrid.text_weight if hybrid.enabled else 0.0,
+            neighbour_weight=0.0,
+            episode_weight=0.0,
+            half_life_days=decay.half_life_days if decay.enabled else None,
+            candidates=None,
+        )
         with self._lock:
             if not self._chunks:
                 return []
-            keys, sims = self._vectors.similarities(embed_query(self._embedder, query))
-            text = self._bm25.normalized_scores(tokenize_unique(query))
-            today = dt.date.fromtimestamp(self._clock())
+            chunks = self._chunks
+            # A daily log's timestamp is its day, counted in whole days (ages are exact
+            # multiples of a day); an evergreen file has none and is never decayed.
+            days = {c.path: daily_date(c.path) for c in chunks.values()}
+
+            def day_of(key: int) -> float | None:
+                day = days[chunks[key].path]
+                return None if day is None else _day_seconds(day)
+
+            found = hybrid_search(
+                query,
+                bm25=self._bm25,
+                vectors=self._vectors,
+                embedder=self._embedder,
+                timestamp_of=day_of,
+                now=_day_seconds(dt.date.fromtimestamp(self._clock())) if decay.enabled else None,
+                params=params,
+                limit=len(chunks),
+            )
             hits: list[MemoryHit] = []
-            for key, sim in zip(keys.tolist(), sims.tolist(), strict=True):
-                chunk = self._chunks[key]
-                score = vector_weight * max(0.0, sim) + text_weight * text.get(key, 0.0)
-                if half_life_days is not None:
-                    score *= daily_decay(chunk.path, half_life_days, today)
-                if score > 0:
-                    hits.append(
-                        MemoryHit(chunk.path, chunk.start_line, chunk.end_line, chunk.text, score)
-                    )
+            for hit in found:
+                if hit.score > 0:
+                    c = chunks[hit.key]
+                    hits.append(MemoryHit(c.path, c.start_line, c.end_line, c.text, hit.score))
         hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
-        return hits[:limit]
+        return _within_chars(hits[:limit], self._config.max_injected_chars)
 
     # -- reading and writing files
 

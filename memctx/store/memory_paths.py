@@ -1,4 +1,4 @@
-"""Memory files' paths and reads: which paths are memory files, how one is read, its decay.
+"""Memory files' paths and reads: which paths are memory files, how one is read, its date.
 
 :class:`memctx.store.memory_files.MemoryFiles` describes the rules; these are their pieces.
 """
@@ -20,7 +20,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MEMORY_DIR",
     "MEMORY_MD",
-    "daily_decay",
+    "daily_date",
     "memory_path",
     "read_memory_file",
 ]
@@ -82,15 +82,16 @@ def read_memory_file(path: Path) -> bytes:
     return data
 
 
-def daily_decay(rel: str, half_life_days: float, today: dt.date) -> float:
-    """``0.5 ** (age_days / half_life_days)`` for a daily log, 1.0 for an evergreen file."""
+def daily_date(rel: str) -> dt.date | None:
+    """The day of a daily log (``memory/YYYY-MM-DD.md``, or with a suffix such as
+    ``memory/2026-02-28-deploy.md``); ``None`` for an evergreen file (``MEMORY.md``, undated
+    ``memory/`` files, files in subfolders of ``memory/``), which temporal decay never touches.
+    """
     parts = PurePosixPath(rel).parts
     match = _DAILY_RE.fullmatch(parts[-1]) if len(parts) == 2 else None
     if parts[0] != MEMORY_DIR or match is None:
-        return 1.0  # evergreen: MEMORY.md and undated memory files
+        return None
     try:
-        day = dt.date.fromisoformat(match.group(1))
+        return dt.date.fromisoformat(match.group(1))
     except ValueError:
-        return 1.0  # "2026-13-40.md" is a name, not a date
-    age = max(0, (today - day).days)
-    return float(0.5 ** (age / half_life_days))
+        return None  # "2026-13-40.md" is a name, not a date

@@ -73,6 +73,7 @@ class OpenClawStrategy(BaseStrategy):
             setup.store_dir / "workspace",
             embedder=setup.embedder or make_embedder(self.config.embedding_model),
             clock=setup.clock,
+            config=self.config.memory_search,
         )
         self._fitter = TruncateStrategy(self.setup)
         self.overflow = OverflowRecoverer(self.setup, self.config, self.client)

@@ -1,6 +1,7 @@
 """Text: the one keyword tokenizer (with stemming), the one cutter of text under a token budget
-(:func:`split_text`, and the overlapping line-aligned chunks of indexes), secret redaction,
-and rule-based topic and entity tags.
+(:func:`split_text`, and the overlapping line-aligned chunks of indexes), the one head/tail
+cut of a long text with its note (:func:`cut_middle`), secret redaction, and rule-based topic
+and entity tags.
 
 May import: :mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`.
 """
@@ -15,6 +16,13 @@ from .chunking import (
     split_lines,
     split_text,
 )
+
+# The package's interface to the rest of memctx, not user-facing (so not in __all__); the
+# ``as`` form is the explicit re-export the type checker asks for.
+from .cut import OMISSION_NOTE_RE as OMISSION_NOTE_RE
+from .cut import cut_middle as cut_middle
+from .cut import is_cut_middle as is_cut_middle
+from .cut import omission_note as omission_note
 from .keywords import (
     CJK_CHARS,
     CJK_RE,

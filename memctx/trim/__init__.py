@@ -15,7 +15,6 @@ from .pruning import (
     SessionPrune,
     prune_tool_results,
     pruning_due,
-    soft_trimmed_text,
 )
 from .result import TrimCounts, TrimResult
 from .smart import (
@@ -24,7 +23,6 @@ from .smart import (
     RELEVANT_SHARE,
     protected_mask,
     smart_trim,
-    tool_units,
     trim_read,
 )
 from .state import ReadInfos
@@ -46,7 +44,5 @@ __all__ = [
     "prune_tool_results",
     "pruning_due",
     "smart_trim",
-    "soft_trimmed_text",
-    "tool_units",
     "trim_read",
 ]

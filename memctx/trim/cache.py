@@ -8,8 +8,8 @@ every turn with about 2,000 messages, nearly all of them the very dicts of the t
   :func:`memctx.messages.anatomy.message_fingerprint`): its reading, token count and static flags.
   A dict seen before costs a fingerprint and a lookup.
 - **Per input**: the last input's per-message arrays and its tool units
-  (:class:`UnitMap`). When the next input is the last one plus new messages (checked by
-  identity of the per-message facts), only the new messages are added.
+  (:class:`memctx.messages.ToolUnits`). When the next input is the last one plus new
+  messages (checked by identity of the per-message facts), only the new messages are added.
 - **One BM25 index** (:class:`memctx.retrieval.bm25.BM25Index`) holding exactly the messages that
   were trim candidates last time. Candidates change by a few messages a turn (new ones
   leave the protected tail), so syncing adds and removes a few documents and only those are
@@ -35,7 +35,7 @@ from memctx.messages import MessageInfo, blocks_token_text, message_fingerprint
 from memctx.retrieval import BM25Index
 from memctx.text import tokenize
 
-from .state import BoolArray, FloatArray, IntArray, MessageFacts, SessionState, UnitMap
+from .state import BoolArray, FloatArray, IntArray, MessageFacts, SessionState
 
 __all__ = [
     "BoolArray",
@@ -44,7 +44,6 @@ __all__ = [
     "MessageFacts",
     "SessionState",
     "TrimCache",
-    "UnitMap",
     "index_text",
 ]
 

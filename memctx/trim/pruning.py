@@ -7,8 +7,9 @@ and dicts never change. It runs before memctx's smart trim, in two levels, as Op
 
 1. **Soft-trim.** Once the context fills ``softTrimRatio`` (0.3) of the window, every
    prunable tool result longer than ``softTrim.maxChars`` (4,000) keeps its first
-   ``headChars`` (1,500) and last ``tailChars`` (1,500) characters around ``...``, with a
-   note of the original size, so the model knows to read again what it needs.
+   ``headChars`` (1,500) and last ``tailChars`` (1,500) characters around a note of how many
+   characters were left out (:func:`memctx.text.cut_middle`), so the model knows to read
+   again what it needs. A result cut this way already is left as it is.
 2. **Hard-clear.** If the context still fills ``hardClearRatio`` (0.5) of the window and the
    prunable results hold at least ``minPrunableToolChars`` (50,000) characters, they are
    replaced by ``hardClear.placeholder``, oldest first, until it no longer does.
@@ -30,7 +31,6 @@ invalidate it, and sending the results whole again would too.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +46,7 @@ from memctx.messages import (
     tool_result_text,
     with_tool_result_text,
 )
+from memctx.text import cut_middle, is_cut_middle
 
 __all__ = [
     "PruneResult",
@@ -53,15 +54,7 @@ __all__ = [
     "SessionPrune",
     "prune_tool_results",
     "pruning_due",
-    "soft_trimmed_text",
 ]
-
-# The note soft_trimmed_text ends with: a result that carries it was trimmed already, and
-# trimming it again would only shrink it further on every call (pruning is idempotent).
-_TRIMMED_NOTE = re.compile(
-    r"\n\n\[Tool result trimmed: kept first [\d,]+ chars and last [\d,]+ chars "
-    r"of [\d,]+ chars\.\]\Z"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +91,6 @@ def pruning_due(config: ContextPruningConfig, now: float, last_call_at: float | 
     if config.mode == "off":
         return False
     return last_call_at is None or now - last_call_at >= config.ttl_seconds
-
-
-def soft_trimmed_text(text: str, head_chars: int, tail_chars: int) -> str:
-    """``text`` as its first ``head_chars`` and last ``tail_chars`` characters around
-    ``...``, with a note of what was kept of how much."""
-    tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return (
-        f"{text[:head_chars]}\n...\n{tail}\n\n[Tool result trimmed: kept first {head_chars:,} "
-        f"chars and last {tail_chars:,} chars of {len(text):,} chars.]"
-    )
 
 
 def prune_tool_results(
@@ -165,12 +148,14 @@ def prune_tool_results(
     soft = config.soft_trim
     trimmed = 0
     for k, text in enumerate(texts):
-        if len(text) <= soft.max_chars or soft.head_chars + soft.tail_chars >= len(text):
+        # A result trimmed already would only shrink further on every call, its count lost
+        # (pruning is idempotent).
+        if len(text) <= soft.max_chars or is_cut_middle(text, soft.head_chars, soft.tail_chars):
             continue
-        if _TRIMMED_NOTE.search(text):
-            continue
-        edit(k, soft_trimmed_text(text, soft.head_chars, soft.tail_chars))
-        trimmed += 1
+        cut = cut_middle(text, soft.head_chars, soft.tail_chars)
+        if cut is not text:
+            edit(k, cut)
+            trimmed += 1
     cleared = 0
     hard = config.hard_clear
     if (

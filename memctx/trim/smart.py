@@ -15,8 +15,9 @@ for a context that would otherwise overflow). Three layers, then a pairing check
    the best score are removed here.
 3. **Oldest**: if still over, remove the remaining unprotected messages oldest first.
 
-Removal works on *units*: a message with tool calls and every message answering them go
-together, costing their summed tokens, so no layer ever leaves an orphaned call or result.
+Removal works on *units* (:func:`memctx.messages.tool_units`): a message with tool calls
+and every message answering them go together, costing their summed tokens, so no layer ever
+leaves an orphaned call or result.
 A unit with any protected member is protected whole. Finally
 :func:`memctx.messages.pairing.repair_tool_pairing` runs defensively (it only finds something when
 the input itself broke a pairing rule); what it removes is counted.
@@ -38,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from memctx.messages import MessageInfo, RoleKind, estimate_message_tokens, is_compaction_summary
+from memctx.messages import RoleKind, estimate_message_tokens, is_compaction_summary
 
-from .cache import BoolArray, FloatArray, IntArray, SessionState, TrimCache, UnitMap
+from .cache import BoolArray, FloatArray, IntArray, SessionState, TrimCache
 from .result import TrimCounts, TrimResult, finish_trim
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "TrimResult",
     "protected_mask",
     "smart_trim",
-    "tool_units",
     "trim_read",
 ]
 
@@ -63,19 +63,6 @@ RELEVANT_SHARE = 0.5
 # says index 1-2 with the system prompt at 0; Anthropic and Pi keep the system prompt out of
 # the list, which puts the summary at 0.
 _SUMMARY_WINDOW = 3
-
-
-def tool_units(infos: Sequence[MessageInfo]) -> list[list[int]]:
-    """Group message indices into removal units: a call message with its answers.
-
-    See :class:`memctx.trim.cache.UnitMap` for the pairing rules.
-
-    Returns:
-        The units, each a sorted list of indices, ordered by their first index.
-    """
-    units = UnitMap()
-    units.extend(infos)
-    return [units.members[r] for r in sorted(units.members)]
 
 
 def _protect(messages: Sequence[object], state: SessionState, protected_recent: int) -> BoolArray:
@@ -101,7 +88,7 @@ def _protect(messages: Sequence[object], state: SessionState, protected_recent: 
         if facts[i].assistant_calls:
             extra.extend(range(i, state.units.members[state.units.root[i]][-1] + 1))
             break
-    root = state.units.roots()
+    root = state.unit_roots()
     protected_root = np.zeros(n, dtype=np.bool_)
     protected_root[root[state.fixed]] = True
     protected_root[root[np.asarray(extra, dtype=np.int64)]] = True
@@ -223,7 +210,7 @@ def _choose(
     ``scores`` are per candidate message, normalised so the best is 1.0 (all zero when
     nothing matches, and then nothing is "weak": time order decides).
     """
-    root = state.units.roots()
+    root = state.unit_roots()
     roots, unit = np.unique(root[candidates], return_inverse=True)
     unit_score = np.zeros(len(roots), dtype=np.float64)
     np.maximum.at(unit_score, unit, scores)  # a unit is as relevant as its best message

@@ -2,14 +2,15 @@
 
 :class:`MessageFacts` is what a trim needs to know about one message, read once per
 session. :class:`SessionState` holds one input list read: per-message facts, their numeric
-columns (numpy, for the layers' vector passes) and the removal units (:class:`UnitMap`).
+columns (numpy, for the layers' vector passes) and the removal units
+(:class:`memctx.messages.ToolUnits`).
 :class:`memctx.trim.cache.TrimCache` keeps both from turn to turn. :class:`ReadInfos`
 hands a reading on to the rest of one call (query, pairing repair) by identity.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import is_, length_hint
 from typing import Any
@@ -17,7 +18,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memctx.messages import InfoCache, MessageInfo, RoleKind, inspect_message, is_recalled_block
+from memctx.messages import (
+    InfoCache,
+    MessageInfo,
+    RoleKind,
+    ToolUnits,
+    inspect_message,
+    is_recalled_block,
+)
 
 __all__ = [
     "BoolArray",
@@ -26,7 +34,6 @@ __all__ = [
     "MessageFacts",
     "ReadInfos",
     "SessionState",
-    "UnitMap",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -92,64 +99,6 @@ class _Column:
         return self._data[: self._size]
 
 
-class UnitMap:
-    """Removal units of a message list, built incrementally: a call message and its answers.
-
-    A result joins the latest earlier message holding a call with its id; a result without
-    an id (Gemini, legacy ``function_call``) joins the latest earlier message with calls.
-    Results answering calls of several messages of one assistant turn join those messages
-    into one unit. A result whose id matches no call stays alone (pairing repair handles it).
-
-    Attributes:
-        root: Per message, its unit's smallest index (so units order by their first message).
-        members: Per unit root, its message indices in ascending order.
-    """
-
-    def __init__(self) -> None:
-        self.root: list[int] = []
-        self.members: dict[int, list[int]] = {}
-        self._call_at: dict[str, int] = {}
-        self._last_caller = -1
-        self._array = _Column(np.int64)
-        self._synced = 0  # root[:_synced] equals the array's
-
-    def roots(self) -> IntArray:
-        """:attr:`root` as an array (a view, valid until the next :meth:`extend`)."""
-        n = len(self.root)
-        if self._synced < n:
-            self._array.put(self._synced, self.root[self._synced :])
-            self._synced = n
-        return self._array.view()
-
-    def extend(self, infos: Iterable[MessageInfo]) -> None:
-        """Add the next messages of the list."""
-        root, members, call_at = self.root, self.members, self._call_at
-        for info in infos:
-            i = len(root)
-            root.append(i)
-            members[i] = [i]
-            for rid in info.tool_result_ids:
-                j = call_at.get(rid, -1) if rid is not None else self._last_caller
-                if j >= 0:
-                    self._join(i, j)
-            if info.tool_call_ids:
-                self._last_caller = i
-                for cid in info.tool_call_ids:
-                    if cid is not None:
-                        call_at[cid] = i
-
-    def _join(self, i: int, j: int) -> None:
-        a, b = self.root[i], self.root[j]
-        if a == b:
-            return
-        low, high = (a, b) if a < b else (b, a)
-        moved = self.members.pop(high)
-        for k in moved:
-            self.root[k] = low
-        self._synced = min(self._synced, moved[0])
-        self.members[low] = sorted(self.members[low] + moved)
-
-
 class SessionState:
     """One input list, read: per-message facts, token counts and tool units.
 
@@ -163,7 +112,9 @@ class SessionState:
     def __init__(self) -> None:
         self.messages: list[object] = []
         self.facts: list[MessageFacts] = []
-        self.units = UnitMap()
+        self.units = ToolUnits()
+        self._roots = _Column(np.int64)
+        self._roots_synced = 0  # units.root[:_roots_synced] equals the roots column
         self._tokens = _Column(np.int64)
         self._keys = _Column(np.int64)
         self._fixed = _Column(np.bool_)
@@ -190,7 +141,18 @@ class SessionState:
         self._keys.put(start, [f.key for f in facts])
         self._fixed.put(start, [f.fixed for f in facts])
         self._recalled.put(start, [f.recalled for f in facts])
-        self.units.extend(f.info for f in facts)
+        changed = self.units.extend(f.info for f in facts)
+        self._roots_synced = min(self._roots_synced, changed)
+
+    def unit_roots(self) -> IntArray:
+        """Per message, its unit's root (``units.root`` as an array; a view, valid until the
+        next :meth:`extend`), kept in step incrementally: only roots a join moved and the new
+        messages' are written."""
+        root = self.units.root
+        if self._roots_synced < len(root):
+            self._roots.put(self._roots_synced, root[self._roots_synced :])
+            self._roots_synced = len(root)
+        return self._roots.view()
 
     def _remember(self, messages: Sequence[object]) -> None:
         """Keep the messages and their fingerprint columns for :meth:`extended_by`."""

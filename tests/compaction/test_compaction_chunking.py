@@ -16,9 +16,9 @@ from memctx.compaction import (
     chunk_messages_by_max_tokens,
     prune_history_for_context_share,
     split_messages_by_token_share,
-    tool_units,
 )
 from memctx.messages import estimate_message_tokens, pairing_violations
+from memctx.messages.units import tool_spans
 from tests.strategies import FORMATS, compaction_conversations
 
 _settings = settings(
@@ -50,15 +50,15 @@ TOOL_TURN = [
 ]
 
 
-# --- tool units ----------------------------------------------------------------------------
+# --- tool spans ----------------------------------------------------------------------------
 
 
-def test_a_call_and_all_its_results_are_one_unit() -> None:
-    assert tool_units(TOOL_TURN) == [range(0, 1), range(1, 4), range(4, 5)]
-    assert tool_units([]) == []
+def test_a_call_and_all_its_results_are_one_span() -> None:
+    assert tool_spans(TOOL_TURN) == [range(0, 1), range(1, 4), range(4, 5)]
+    assert tool_spans([]) == []
 
 
-def test_interleaved_calls_merge_into_one_unit() -> None:
+def test_interleaved_calls_merge_into_one_span() -> None:
     messages = [
         call("a", "read", path="x"),
         call("b", "read", path="y"),  # a damaged order: b's call before a's result
@@ -66,7 +66,7 @@ def test_interleaved_calls_merge_into_one_unit() -> None:
         result("b", "y"),
         user("next"),
     ]
-    assert tool_units(messages) == [range(0, 4), range(4, 5)]
+    assert tool_spans(messages) == [range(0, 4), range(4, 5)]
 
 
 def test_gemini_results_without_ids_pair_with_the_nearest_earlier_call() -> None:
@@ -76,7 +76,7 @@ def test_gemini_results_without_ids_pair_with_the_nearest_earlier_call() -> None
         {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {}}}]},
         {"role": "model", "parts": [{"text": "done"}]},
     ]
-    assert tool_units(messages) == [range(0, 1), range(1, 3), range(3, 4)]
+    assert tool_spans(messages) == [range(0, 1), range(1, 3), range(3, 4)]
 
 
 # --- split by token share ------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_chunk_rejects_a_bad_limit(bad: Any) -> None:
 
 
 def _units_of(messages: list[Any]) -> dict[int, range]:
-    return {i: u for u in tool_units(messages) for i in u}
+    return {i: u for u in tool_spans(messages) for i in u}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

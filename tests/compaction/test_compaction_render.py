@@ -60,7 +60,7 @@ def test_tool_output_is_capped_head_and_tail_but_user_text_is_whole() -> None:
     text = "H" * 3000 + "T" * 1000
     capped = cap_text(text)
     assert capped.startswith("H" * 1500) and capped.endswith("T" * 500)
-    assert "[... 2000 characters omitted ...]" in capped
+    assert "\n[... 2,000 characters omitted ...]\n" in capped
     assert cap_text("short") == "short"
     assert TOOL_TEXT_MAX_CHARS == 2000
     assert render(result("c1", text)).endswith("T" * 500)

@@ -52,6 +52,7 @@ from memctx.compaction import (
 from memctx.config import MemoryContextConfig
 from memctx.llm import LLMError
 from memctx.messages import InfoCache, TokenCounter, pairing_violations
+from memctx.text.cut import OMISSION_NOTE_RE
 from memctx.transcripts import InputFileError
 
 COUNTER = TokenCounter()
@@ -238,7 +239,10 @@ def test_oversized_results_keep_head_tail_and_size_in_every_format(fmt: str) -> 
     (text,) = [
         b.text for m in out.messages for b in infos.info(m).blocks if b.kind == "tool_result"
     ]
-    assert "HEAD" in text and "TAIL" in text and "50,000 chars originally" in text
+    assert "HEAD" in text and "TAIL" in text
+    note = OMISSION_NOTE_RE.search(text)
+    assert note is not None and note["kept_in"] is None
+    assert int(note["chars"].replace(",", "")) == out.original_chars[0] - 4000  # all but 4,000
     assert len(text) < 4300
     changed = [i for i, (a, b) in enumerate(zip(messages, out.messages, strict=True)) if a is not b]
     assert len(changed) == 1  # every other message is the caller's own dict

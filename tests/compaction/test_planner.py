@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctx.compaction.chunking import tool_units
 from memctx.compaction.planner import history_budget, plan_context
 from memctx.config import PlannerConfig
 from memctx.messages import (
@@ -19,6 +18,7 @@ from memctx.messages import (
     leading_system_count,
     pairing_violations,
 )
+from memctx.messages.units import tool_spans
 from tests.strategies import FORMATS, valid_conversations
 
 CONFIG = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0, cutToRatio=1.0)
@@ -172,7 +172,7 @@ def test_the_plan_never_splits_a_pair_never_touches_the_caller_and_fits_or_is_th
         assert kept_tokens == plan.kept_tokens
         starts = [i for i, m in enumerate(history) if is_turn_start(m, infos)]
         anchor = starts[-1] if starts else len(history) - 1
-        units = tool_units(history, infos)
+        units = tool_spans(history, infos)
         unit = next((u for u in units if anchor in u), None)
         if history:  # the latest request (or the last message) always goes
             assert any(m is history[anchor] for m in kept)

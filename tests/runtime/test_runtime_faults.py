@@ -21,6 +21,7 @@ from memctx.errors import StoreError
 from memctx.messages import estimate_messages_tokens, pairing_violations, recalled_block_text
 from memctx.retrieval import HashEmbedder
 from memctx.runtime import MemoryContext
+from memctx.text.cut import OMISSION_NOTE_RE
 
 WINDOW = 6_000
 
@@ -248,8 +249,9 @@ def test_a_huge_output_is_indexed_head_and_tail_and_kept_whole(tmp_path: Path) -
         stats = mem.stats()["archive"]
         segments = _segments(tmp_path)
         indexed = sum(len(s["content"]) for s in segments)
-        note = next(s["content"] for s in segments if "not indexed" in s["content"])
-        ref = note.split("kept in ")[1].rstrip("]")
+        notes = [n for s in segments if (n := OMISSION_NOTE_RE.fullmatch(s["content"]))]
+        assert len(notes) == 1 and notes[0]["kept_in"].startswith("tool-output/")
+        ref = notes[0]["kept_in"]
         middle = mem.read_output_ref(ref)
     assert stats["oversized_messages"] == 1 and stats["output_refs"] == 1
     assert indexed < 3 * 8_192 and len(text) > 15 * 8_192

@@ -9,6 +9,7 @@ from typing import Any
 from memctx import MemoryContextConfig
 from memctx.messages.pairing import pairing_violations
 from memctx.runtime.engine import MemoryContext
+from memctx.text.cut import OMISSION_NOTE_RE
 
 WINDOW = 40_000  # safe limit 32,000 tokens; soft-trim from 12,000
 
@@ -75,7 +76,7 @@ def test_old_tool_results_are_pruned_in_the_copy_sent_and_the_same_copies_sent_w
         counts = mem.stats()["counts"]
         sent = {m["tool_call_id"]: m for m in out if m.get("role") == "tool"}
         # The last three assistant turns keep their results; the older ones are cut.
-        assert [k for k, m in sent.items() if "[Tool result trimmed" in m["content"]] == [
+        assert [k for k, m in sent.items() if OMISSION_NOTE_RE.search(m["content"])] == [
             "b0",
             "b1",
             "b2",

@@ -1,4 +1,5 @@
-"""Memory files: chunking, change-driven re-indexing, hybrid search, decay, guarded paths."""
+"""Memory files: chunking, change-driven re-indexing, hybrid search, decay, guarded paths, and
+every ``memorySearch`` setting changing what a search returns."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx.errors import StoreError
+from memctx.config import MemorySearchConfig, load_config
+from memctx.errors import ConfigError, StoreError
 from memctx.messages.tokens import estimate_tokens
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.store.memory_files import (
@@ -166,29 +168,58 @@ def test_search_finds_a_planted_line(mem: MemoryFiles) -> None:
     assert mem.memory_get(top.path, 1235, 1) == planted
 
 
-def test_search_validates_arguments(mem: MemoryFiles) -> None:
+def test_search_of_nothing_finds_nothing(mem: MemoryFiles) -> None:
     write(mem, "MEMORY.md", ["x"])
     assert mem.search("") == [] and mem.search("x", limit=0) == []
-    with pytest.raises(ValueError):
-        mem.search("x", half_life_days=0)
-    with pytest.raises(ValueError):
-        mem.search("x", vector_weight=-1)
 
 
-def test_half_life_decays_daily_logs_only(mem: MemoryFiles) -> None:
+def test_bad_settings_are_refused_naming_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="MemorySearchConfig"):
+        MemoryFiles(tmp_path, embedder=CountingEmbedder(), config={"chunkTokens": 100})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="halfLifeDays"):
+        settings({"query": {"hybrid": {"temporalDecay": {"halfLifeDays": 0}}}})
+    with pytest.raises(ConfigError, match="must sum to 1"):
+        settings({"query": {"hybrid": {"vectorWeight": 0.9, "textWeight": 0.3}}})
+    with pytest.raises(ConfigError, match="chunkOverlapTokens"):
+        settings({"chunkTokens": 100, "chunkOverlapTokens": 100})
+
+
+def settings(data: dict[str, object]) -> MemorySearchConfig:
+    """A ``memorySearch`` section; text caps lifted unless ``data`` sets one."""
+    return MemorySearchConfig.from_dict({"maxInjectedChars": 10**9, **data})
+
+
+def decay(enabled: bool, half_life_days: float = 30.0) -> MemorySearchConfig:
+    return settings(
+        {
+            "query": {
+                "hybrid": {"temporalDecay": {"enabled": enabled, "halfLifeDays": half_life_days}}
+            }
+        }
+    )
+
+
+def test_half_life_decays_daily_logs_only(tmp_path: Path) -> None:
     note = ["Kubernetes cluster upgrade to version 1.29 planned with blue green rollout"]
-    write(mem, "MEMORY.md", note)
-    write(mem, "memory/projects.md", note)
-    write(mem, "memory/2026-01-01.md", note)  # 60 days before NOW
-    write(mem, "memory/2026-03-02.md", note)  # today
-    query = "kubernetes cluster upgrade"
-    flat = {h.path: h.score for h in mem.search(query, limit=10)}
+    ws = tmp_path / "ws"
+    for rel in ("MEMORY.md", "memory/projects.md", "memory/2026-01-01.md", "memory/2026-03-02.md"):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(note[0] + "\n")  # 2026-01-01 is 60 days before NOW
+
+    def scores(config: MemorySearchConfig) -> dict[str, float]:
+        mem = MemoryFiles(ws, embedder=CountingEmbedder(), clock=lambda: NOW, config=config)
+        return {h.path: h.score for h in mem.search("kubernetes cluster upgrade", limit=10)}
+
+    flat = scores(decay(False))
     assert len(set(flat)) == 4 and len({round(s, 6) for s in flat.values()}) == 1
-    decayed = {h.path: h.score for h in mem.search(query, limit=10, half_life_days=30)}
+    decayed = scores(decay(True, 30))
     for evergreen in ("MEMORY.md", "memory/projects.md", "memory/2026-03-02.md"):
         assert decayed[evergreen] == pytest.approx(flat[evergreen])
     assert decayed["memory/2026-01-01.md"] == pytest.approx(flat["memory/2026-01-01.md"] / 4)
     assert next(iter(decayed)) != "memory/2026-01-01.md"
+    # A shorter half-life decays the same note further: the setting is read, not a constant.
+    faster = scores(decay(True, 15))
+    assert faster["memory/2026-01-01.md"] == pytest.approx(flat["memory/2026-01-01.md"] / 16)
 
 
 def test_symlink_out_of_the_workspace_is_not_indexed(mem: MemoryFiles, tmp_path: Path) -> None:
@@ -352,3 +383,157 @@ def test_one_memory_file_is_read_up_to_the_cap(mem: MemoryFiles) -> None:
     assert all(x == "x" * 99 for x in lines)
     mem.sync()
     assert max(c.end_line for c in mem.chunks()) <= MAX_FILE_BYTES // len(line)
+
+
+# -- memorySearch drives the search --------------------------------------------------------------
+
+QUERY = "rollback procedure"
+KEYWORD_NOTE = "rollback procedure checklist lives in the ops wiki"  # words, no meaning
+MEANING_NOTE = "to revert a bad release redeploy the previous tag"  # meaning, no words
+
+
+class TableEmbedder:
+    """Chosen vectors: the query and MEANING_NOTE are close (cosine 0.8), KEYWORD_NOTE is
+    orthogonal to the query, anything else points elsewhere; so the vector and the keyword
+    channels disagree, and only the weights decide between the two notes."""
+
+    name, dim, version = "table", 4, "table-1"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        table = {
+            QUERY: [1.0, 0.0, 0.0, 0.0],
+            MEANING_NOTE: [0.8, 0.6, 0.0, 0.0],
+            KEYWORD_NOTE: [0.0, 1.0, 0.0, 0.0],
+        }
+        return np.array([table.get(t, [0.0, 0.0, 0.0, 1.0]) for t in texts], dtype=np.float32)
+
+
+def ranked(tmp_path: Path, config: MemorySearchConfig | None) -> list[tuple[str, float]]:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    (ws / "memory" / "ops.md").write_text(KEYWORD_NOTE + "\n")
+    (ws / "memory" / "release.md").write_text(MEANING_NOTE + "\n")
+    (ws / "MEMORY.md").write_text("lunch is at noon\n")
+    mem = MemoryFiles(ws, embedder=TableEmbedder(), clock=lambda: NOW, config=config)
+    return [(h.path, h.score) for h in mem.search(QUERY, limit=5)]
+
+
+def hybrid(**values: object) -> MemorySearchConfig:
+    return settings({"query": {"hybrid": values}})
+
+
+def test_weights_change_the_ranking(tmp_path: Path) -> None:
+    default = ranked(tmp_path, None)
+    assert [p for p, _ in default] == ["memory/release.md", "memory/ops.md"]
+    # 0.7 x 0.8 + 0.3 x 0 against 0.7 x 0 + 0.3 x 1 (BM25 max-normalised).
+    assert [s for _, s in default] == pytest.approx([0.56, 0.3], abs=1e-6)
+    text_heavy = ranked(tmp_path, hybrid(vectorWeight=0.2, textWeight=0.8))
+    assert [p for p, _ in text_heavy] == ["memory/ops.md", "memory/release.md"]
+    assert [s for _, s in text_heavy] == pytest.approx([0.8, 0.16], abs=1e-6)
+
+
+def test_hybrid_off_is_vector_only(tmp_path: Path) -> None:
+    vector_only = ranked(tmp_path, hybrid(enabled=False))
+    # The keyword-only note has cosine 0 and is not found; the other scores its cosine whole.
+    assert vector_only == [("memory/release.md", pytest.approx(0.8, abs=1e-6))]
+    # The weights are those of the fusion: with the fusion off they change nothing.
+    assert ranked(tmp_path, hybrid(enabled=False, vectorWeight=0.2, textWeight=0.8)) == (
+        vector_only
+    )
+
+
+def test_decay_ranks_an_old_dated_note_below_a_new_one_and_spares_memory_md(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("The staging database listens on port 5433\n")  # evergreen
+    (ws / "memory" / "2025-12-01.md").write_text("The staging database listens on port 5432\n")
+    (ws / "memory" / "2026-03-01.md").write_text("The staging database now listens on port 6543\n")
+
+    def search(config: MemorySearchConfig) -> list[tuple[str, float]]:
+        mem = MemoryFiles(ws, embedder=CountingEmbedder(), clock=lambda: NOW, config=config)
+        return [(h.path, h.score) for h in mem.search("staging database port", limit=3)]
+
+    plain, decayed = dict(search(decay(False))), search(decay(True, 30))
+    # Without decay the old note outranks the new one (it matches the query more closely).
+    assert plain["memory/2025-12-01.md"] > plain["memory/2026-03-01.md"]
+    order = [path for path, _ in decayed]
+    assert order.index("memory/2026-03-01.md") < order.index("memory/2025-12-01.md")
+    assert dict(decayed)["MEMORY.md"] == pytest.approx(plain["MEMORY.md"])  # never decayed
+    assert dict(decayed)["memory/2025-12-01.md"] < plain["memory/2025-12-01.md"] / 4  # 91 days
+
+
+def test_max_injected_chars_caps_what_search_returns(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for n in range(12):  # 12 notes of 10 lines, each note one chunk of ~520 characters
+        lines = [f"deploy step {n}.{i}: run the migration, restart worker {i}" for i in range(10)]
+        (ws / "memory" / f"note{n}.md").write_text("\n".join(lines) + "\n")
+
+    def hits(cap: int) -> list[str]:
+        config = MemorySearchConfig.from_dict({"maxInjectedChars": cap})
+        mem = MemoryFiles(ws, embedder=CountingEmbedder(), clock=lambda: NOW, config=config)
+        found = mem.search("deploy migration restart worker", limit=10)
+        for hit in found:  # a hit cut to the cap says which lines it still shows
+            shown = mem.memory_get(hit.path, hit.start_line, hit.end_line - hit.start_line + 1)
+            assert shown == hit.text or (cap < len(shown) and shown.startswith(hit.text))
+        return [h.text for h in found]
+
+    whole = hits(10**9)
+    assert len(whole) == 10 and sum(map(len, whole)) > 5_000
+    default = hits(4_000)  # the default cap
+    assert sum(map(len, default)) <= 4_000 and len(default) < len(whole)
+    for cap in (100, 1_000, 1_500):
+        capped = hits(cap)
+        assert 0 < sum(map(len, capped)) <= cap
+        assert capped[:-1] == whole[: len(capped) - 1]  # best first, whole
+        assert whole[len(capped) - 1].startswith(capped[-1])  # the last one cut, not reordered
+    # The best hit's first line alone is over a tiny cap: a piece of it, not nothing.
+    assert hits(20) == [whole[0][:20]]
+    assert MemoryFiles(ws, embedder=CountingEmbedder()).config.max_injected_chars == 4_000
+
+
+def test_chunk_sizes_change_the_chunking(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    lines = filler_lines(300)
+    (ws / "memory" / "notes.md").write_text("\n".join(lines) + "\n")
+
+    def chunks(config: MemorySearchConfig | None) -> list[tuple[int, int, str]]:
+        mem = MemoryFiles(ws, embedder=CountingEmbedder(), config=config)
+        return [(c.start_line, c.end_line, c.text) for c in mem.chunks()]
+
+    default = chunks(None)
+    assert default == [c for c in chunk_lines(lines) if c[2].strip()]
+    small = chunks(settings({"chunkTokens": 100, "chunkOverlapTokens": 20}))
+    assert len(small) > 3 * len(default)
+    assert max(estimate_tokens(t) for _, _, t in small) <= 100
+    assert max(estimate_tokens(t) for _, _, t in default) > 100
+    assert any(b[0] <= a[1] for a, b in itertools.pairwise(small))  # some lines shared
+    no_overlap = chunks(settings({"chunkTokens": 100, "chunkOverlapTokens": 0}))
+    # No line in two chunks (a line longer than a chunk is cut into pieces of that line).
+    assert all(b[0] >= a[1] for a, b in itertools.pairwise(no_overlap))
+    assert sum(len(t) for *_, t in no_overlap) < sum(len(t) for *_, t in small)
+
+
+def test_an_openclaw_json_memory_search_section_is_honoured(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text(
+        """{
+          agents: {
+            defaults: {
+              memorySearch: {
+                query: { hybrid: { enabled: true, vectorWeight: 0.2, textWeight: 0.8 } },
+                maxInjectedChars: 30,
+              },
+            },
+          },
+        }"""
+    )
+    config = load_config(path).memory_search
+    found = ranked(tmp_path, config)
+    # Text-heavy weights put the keyword note first; 30 characters cut it to its first 30.
+    assert found == [("memory/ops.md", pytest.approx(0.8, abs=1e-6))]
+    mem = MemoryFiles(tmp_path / "ws", embedder=TableEmbedder(), config=config)
+    assert [h.text for h in mem.search(QUERY)] == [KEYWORD_NOTE[:30]]

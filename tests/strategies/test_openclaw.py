@@ -14,6 +14,7 @@ from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
 from memctx.strategies import StrategySetup, build_strategy, strategy_info
 from memctx.strategies.openclaw import OpenClawStrategy
+from memctx.text.cut import OMISSION_NOTE_RE
 
 
 def _setup(tmp_path: Path) -> StrategySetup:
@@ -40,6 +41,14 @@ def test_openclaw_is_registered_as_a_summary_strategy(tmp_path: Path) -> None:
     assert strategy_info("openclaw").summaries
     strategy = build_strategy("openclaw", _setup(tmp_path))
     assert isinstance(strategy, OpenClawStrategy) and strategy.searches
+
+
+def test_memory_search_settings_reach_the_memory_files(tmp_path: Path) -> None:
+    setup = strategy_setup(tmp_path, **{"memorySearch.maxInjectedChars": 40})
+    strategy = OpenClawStrategy(setup)
+    assert strategy.memory.config.max_injected_chars == 40
+    strategy.memory.append_daily("The deploy key rotates every Tuesday at 04:00 UTC, per ops")
+    assert [len(hit) for hit in strategy.search("when does the deploy key rotate") or []] == [40]
 
 
 def test_the_flush_writes_the_fact_before_compaction_discards_it(tmp_path: Path) -> None:
@@ -101,10 +110,10 @@ def test_openclaw_prunes_old_tool_results_when_the_cache_is_cold_and_resends_the
     strategy.start_session("s1")
     transcript = _build_session()
     first = strategy.prepare(transcript).context
-    trimmed = [m for m in first if "[Tool result trimmed" in str(m.get("content"))]
+    trimmed = [m for m in first if OMISSION_NOTE_RE.search(str(m.get("content")))]
     assert len(trimmed) == 4 and strategy.counts["prunings"] == 1  # the last 3 turns stay
     assert all(
-        "[Tool result trimmed" not in m["content"] for m in transcript[1:] if "tool_call_id" in m
+        not OMISSION_NOTE_RE.search(m["content"]) for m in transcript[1:] if "tool_call_id" in m
     )
     ticks[0] += 60  # warm: the same pruned dicts again
     again = strategy.prepare([*transcript, {"role": "user", "content": "Fix it."}]).context

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from memctx.config import ContextPruningConfig
 from memctx.messages import InfoCache, RoleKind, pairing_violations
-from memctx.trim import PruningSession, prune_tool_results, pruning_due, soft_trimmed_text
+from memctx.text.cut import cut_middle
+from memctx.trim import PruningSession, prune_tool_results, pruning_due
 from tests.strategies import FORMATS, PruningCase, pruning_cases
 
 WINDOW = 10_000  # soft-trim from 3,000 estimated tokens, hard-clear from 5,000
@@ -62,9 +63,9 @@ def test_soft_trim_keeps_head_and_tail_with_the_original_size() -> None:
     out = prune_tool_results(messages, cfg(hardClear={"enabled": False}), WINDOW)
     first, second, *rest = tool_texts(out.messages)
     original = messages[3]["content"]
-    assert first == soft_trimmed_text(original, 1_500, 1_500)
-    assert first.startswith(original[:1_500]) and original[-1_500:] in first
-    assert "of 12,000 chars.]" in first and "\n...\n" in first
+    assert first == cut_middle(original, 1_500, 1_500)
+    assert first.startswith(original[:1_500]) and first.endswith(original[-1_500:])
+    assert "\n[... 9,000 characters omitted ...]\n" in first
     assert len(second) < 9_000 and rest == tool_texts(messages)[2:]  # short ones untouched
     assert (out.soft_trimmed, out.cleared) == (2, 0)
     assert out.tokens_after < out.tokens_before
@@ -226,3 +227,15 @@ def test_a_pruning_session_that_is_off_sends_the_messages_as_they_are() -> None:
     out = session_.apply(messages, 1_000.0)
     assert not out.ran and out.originals == {}
     assert all(a is b for a, b in zip(out.messages, messages, strict=True))
+
+
+def test_a_trimmed_result_is_never_trimmed_again() -> None:
+    # Head + tail + the note is longer than maxChars here: without recognising its own cut,
+    # pruning would cut the note out on every call and the count of what is gone with it.
+    config = cfg(softTrim={"maxChars": 3_010, "headChars": 1_500, "tailChars": 1_500})
+    messages = session([12_000, 9_000, 300, 300, 300])
+    once = prune_tool_results(messages, config, WINDOW)
+    first = tool_texts(once.messages)[0]
+    assert len(first) > 3_010 and "[... 9,000 characters omitted ...]" in first
+    twice = prune_tool_results(once.messages, config, WINDOW)
+    assert tool_texts(twice.messages) == tool_texts(once.messages) and not twice.pruned

@@ -13,12 +13,12 @@ from memctx.messages.anatomy import inspect_message
 from memctx.messages.markers import is_compaction_summary
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
+from memctx.messages.units import tool_units
 from memctx.trim.smart import (
     TrimCache,
     TrimCounts,
     protected_mask,
     smart_trim,
-    tool_units,
     trim_read,
 )
 from memctx.trim.state import ReadInfos
@@ -389,7 +389,7 @@ def test_gemini_calls_without_ids_pair_by_position() -> None:
         *[Turn(f"tail question {i}", f"tail answer {i}", None) for i in range(4)],
     ]
     messages = render("gemini", False, turns, gemini_ids=False)
-    units = tool_units([inspect_message(m) for m in messages])
+    units = tool_units(messages)
     assert units[:4] == [[0], [1, 2], [3, 4], [5]]
     result = smart_trim(messages, QUERY, tokens(messages) - tokens(messages[:2]))
     assert result.trimmed == messages[:3] and pairing_violations(result.kept) == []
@@ -406,7 +406,7 @@ def test_tool_units_join_an_assistant_turn_split_over_messages() -> None:
         ],
     }
     orphan = tool("nobody")
-    units = tool_units([inspect_message(m) for m in [u("go"), first, second, results, orphan]])
+    units = tool_units([u("go"), first, second, results, orphan])
     assert units == [[0], [1, 2, 3], [4]]
 
 
