@@ -5,11 +5,11 @@ A rule names a metric and how far it may move in its "worse" direction::
     recall_accuracy:ci      # may fall only within the noise of the two 95 % intervals
     recall_accuracy:-2p     # may fall by up to 2 probes' worth (2 / fit of the baseline row)
     recall_accuracy:-0.02   # may fall by up to 0.02 (absolute)
-    cost_usd:+5%            # may rise by up to 5 % of the baseline value (relative)
+    cost_per_call:+5%       # may rise by up to 5 % of the baseline value (relative)
     violations:+0           # may not rise at all
 
 The sign is the allowed direction of change and must point the "worse" way for the metric
-(:data:`memctx.harness.schema.HIGHER_IS_BETTER`); it may be left out. ``p`` and ``ci`` apply
+(:data:`memctx.harness.deltas.COMPARE_METRICS`); it may be left out. ``p`` and ``ci`` apply
 to the shares of probes (``recall_accuracy``, ``tool_accuracy``, ``evidence_recall``,
 ``stale_rate``). ``ci`` is :mod:`memctx.harness.noise`'s rule: a regression is a change the
 worse way by more than ``sqrt(h_baseline**2 + h_run**2)``, the half-widths of the two 95 %
@@ -17,7 +17,10 @@ intervals on the facing sides (each the record's bootstrap interval, widened to 
 interval of the share where that is wider): the difference's 95 % interval excludes 0.
 
 :data:`DEFAULT_FAIL_ON` applies when only a baseline is given: ``ci`` for the four shares,
-5 % for ``cost_usd`` and ``tokens_per_call``, no new violations. One flipped probe is never a
+5 % for ``cost_per_call`` and ``tokens_per_call``, no new violations. Cost is judged per
+call (``cost_usd / calls``), never as the run's total: a run of fewer calls would always pass
+a rule on the total however dear each call became, so ``cost_usd`` is refused in a rule
+(the message says to write ``cost_per_call``). One flipped probe is never a
 regression under ``ci`` (not even at 44 of 44); a suite's row of 44 probes fails from a fall
 of about 9 probes, a pooled row of 380 from about 26 (7 points), and a change that breaks
 recall (``--set hardCapTokens=60``: needle × memory-context × hash from 84.1 % to 18.2 %,
@@ -26,18 +29,27 @@ matter. Timing metrics (``hook_p50_ms``, ``hook_p95_ms``) are never gated by def
 depend on the machine and its load. A ``--fail-on`` spec replaces the defaults (the
 violation check stays).
 
+**Only runs of the same scenarios** (:func:`memctx.harness.comparability.run_differences`):
+a run that played other suites, other scenarios in a suite (checksums of
+``provenance.scenarios``), the generated set against the frozen one (``--quick`` against a
+full baseline), other windows, another ``--llm``, or costs priced for another answer model
+is not gated: :func:`check_gate` prints what differs with the fix and returns 2, unless
+``allow_different_scenarios`` (``--allow-different-scenarios``) asks to compare anyway;
+then the differences are printed as notes.
+
 **What is compared** (:func:`memctx.harness.deltas.match_rows`): records matched by (suite,
-strategy, embedding). Baseline records the run does not have (suites or strategies it did
-not run) are noted in one line, never failed; records new in the run are noted ("new, not
-gated"), one line per strategy the baseline never ran. Pooled rows (``suite == "all"``) are
-compared as they stand only when both pooled the same suites; when the run ran a subset,
-the baseline's pooled figure is rebuilt from its per-suite records over the run's suites
-(:func:`memctx.harness.pooling.pool_records`: shares weighted by ``fit``, per-call means by
-``calls``, ``cached_share`` by tokens sent, totals summed); a pooled row over one suite is
-not compared twice, and a run that pooled suites the baseline never ran is not compared
-(noted). Any record with ``violations > 0`` fails the gate whatever the rules say, new or
-not: an invariant holds without a baseline. The gate prints ``FAIL`` exactly when it
-returns 1.
+strategy, embedding). Baseline records the run does not have (strategies it did not run, or
+suites when allowed) are noted in one line, never failed; records new in the run are noted
+("new, not gated"), one line per strategy the baseline never ran. Pooled rows (``suite ==
+"all"``) are compared as they stand only when both pooled the same suites; when the run ran
+a subset (as allowed), the baseline's pooled figure is rebuilt from its per-suite records
+over the run's suites (:func:`memctx.harness.pooling.pool_records`: shares weighted by
+``fit``, per-call means by ``calls``, ``cached_share`` by tokens sent, totals summed); a
+pooled row over one suite is not compared twice, and a run that pooled suites the baseline
+never ran is not compared (noted). Any record with ``violations > 0`` fails the gate
+whatever the rules say, new or not: an invariant holds without a baseline. The gate prints
+``FAIL`` exactly when it returns 1, and ``cannot compare`` exactly when the runs differ and
+it returns 2.
 """
 
 from __future__ import annotations
@@ -49,11 +61,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .deltas import describe_missing, match_rows, record_key
+from .comparability import Comparability, run_differences
+from .deltas import COMPARE_METRICS, describe_missing, match_rows, metric_value, record_key
 from .noise import SHARE_METRICS, noise_for, share_interval
 from .pooling import to_number
 from .runs import read_summary
-from .schema import ALL_SUITES, HIGHER_IS_BETTER
+from .schema import ALL_SUITES
 
 __all__ = [
     "DEFAULT_FAIL_ON",
@@ -68,12 +81,15 @@ __all__ = [
 
 DEFAULT_FAIL_ON = (
     "recall_accuracy:ci,tool_accuracy:ci,evidence_recall:ci,stale_rate:ci,"
-    "cost_usd:+5%,tokens_per_call:+5%,violations:+0"
+    "cost_per_call:+5%,tokens_per_call:+5%,violations:+0"
 )
 _SYNTAX = (
     "expected METRIC:[+|-]AMOUNT[%|p] or METRIC:ci separated by commas, e.g. "
-    "recall_accuracy:ci,tool_accuracy:-2p,cost_usd:+5%"
+    "recall_accuracy:ci,tool_accuracy:-2p,cost_per_call:+5%"
 )
+# Totals a rule may not judge, with the per-call metric to judge instead.
+_TOTALS = {"cost_usd": "cost_per_call"}
+_COST_METRICS = frozenset({"cost_usd", "cost_per_call"})
 _RULE = re.compile(
     r"^(?P<metric>[a-z0-9_]+):(?P<sign>[+-]?)"
     r"(?:(?P<ci>ci)|(?P<amount>\d+(?:\.\d*)?|\.\d+)(?P<unit>[%p]?))$"
@@ -89,7 +105,7 @@ class Rule:
     """How far one metric may move from the baseline.
 
     Attributes:
-        metric: A key of :data:`HIGHER_IS_BETTER`.
+        metric: A key of :data:`COMPARE_METRICS` (``cost_usd`` aside).
         amount: The tolerance: absolute, a percentage, or probes (0 for ``ci``).
         direction: The allowed direction of change: ``-1`` may fall, ``+1`` may rise.
         unit: ``""`` absolute, ``"%"`` of the baseline value, ``"p"`` probes' worth of the
@@ -104,7 +120,7 @@ class Rule:
     def allowed(self, baseline: Mapping[str, Any], run: Mapping[str, Any]) -> float | None:
         """The largest change the worse way allowed for this pair of records (a size);
         ``None`` when the records lack what the rule needs (then it is not applied)."""
-        was = to_number(baseline.get(self.metric))
+        was = metric_value(baseline, self.metric)
         if was is None:
             return None
         if self.unit == "%":
@@ -176,12 +192,13 @@ def _num(value: float | None) -> str:
 
 
 def parse_fail_on(spec: str) -> list[Rule]:
-    """Parse ``"recall_accuracy:ci,tool_accuracy:-2p,cost_usd:+5%"`` into rules.
+    """Parse ``"recall_accuracy:ci,tool_accuracy:-2p,cost_per_call:+5%"`` into rules.
 
     Raises:
-        ValueError: A malformed item, an unknown metric, ``p`` or ``ci`` on a metric that is
-            not a share of probes, or a sign pointing the better way (the message gives the
-            expected syntax or the corrected item).
+        ValueError: A malformed item, an unknown metric, a total (``cost_usd``) instead of
+            its per-call figure, ``p`` or ``ci`` on a metric that is not a share of probes,
+            or a sign pointing the better way (the message gives the expected syntax or the
+            corrected item).
     """
     rules: list[Rule] = []
     items = [item.strip() for item in spec.split(",")]
@@ -192,18 +209,24 @@ def parse_fail_on(spec: str) -> list[Rule]:
         if not match:
             raise ValueError(f"bad --fail-on item {item!r}; {_SYNTAX}")
         metric = match["metric"]
-        if metric not in HIGHER_IS_BETTER:
+        if metric in _TOTALS:
+            per_call = _TOTALS[metric]
             raise ValueError(
-                f"--fail-on: unknown metric {metric!r}; gateable: {', '.join(HIGHER_IS_BETTER)}"
+                f"--fail-on {item!r}: {metric} is the run's total, and a run of fewer calls "
+                f"always costs less in total however dear each call became; gate "
+                f"{item.replace(metric, per_call, 1)} instead"
             )
+        if metric not in COMPARE_METRICS:
+            gateable = ", ".join(m for m in COMPARE_METRICS if m not in _TOTALS)
+            raise ValueError(f"--fail-on: unknown metric {metric!r}; gateable: {gateable}")
         unit = "ci" if match["ci"] else match["unit"]
         if unit in ("p", "ci") and metric not in SHARE_METRICS:
             raise ValueError(
                 f"--fail-on {item!r}: 'p' and 'ci' apply to shares of probes "
                 f"({', '.join(SHARE_METRICS)}); for {metric} write an amount or a "
-                f"percentage, e.g. {metric}:{'+' if HIGHER_IS_BETTER[metric] < 0 else '-'}5%"
+                f"percentage, e.g. {metric}:{'+' if COMPARE_METRICS[metric] < 0 else '-'}5%"
             )
-        worse = -HIGHER_IS_BETTER[metric]
+        worse = -COMPARE_METRICS[metric]
         direction = {"+": 1, "-": -1, "": worse}[match["sign"]]
         if direction != worse:
             way = "rise" if worse > 0 else "fall"
@@ -251,10 +274,10 @@ def _regressions(
     for rule in rules:
         if rule.metric == "violations" and violation is not None:
             continue  # reported on its own line
-        was = to_number(old.get(rule.metric))
+        was = metric_value(old, rule.metric)
         if was is None:
             continue  # nothing to compare with
-        now = to_number(new.get(rule.metric))
+        now = metric_value(new, rule.metric)
         if now is None:
             out.append(Regression(key, rule.metric, None, was, str(rule), detail=note))
             continue
@@ -357,27 +380,43 @@ def format_regressions(
 
 
 def _config_notes(summary: Mapping[str, Any], baseline: Mapping[str, Any]) -> list[str]:
-    # The suites are not listed: the note on baseline records not run says what they imply.
+    """Settings that differ without making the runs incomparable: the overrides (what a
+    gate judges) and the seed (frozen datasets: the bootstrap's only). The settings that
+    change what was played are :func:`run_differences`'."""
     run, base = summary.get("config") or {}, baseline.get("config") or {}
-    keys = ("quick", "windows", "overrides", "answer_model", "seed", "llm")
     return [
         f"  note: config {k} differs: run {run.get(k)!r}, baseline {base.get(k)!r}"
-        for k in keys
+        for k in ("overrides", "seed")
         if k in run and k in base and run[k] != base[k]
     ]
 
 
-def check_gate(run_dir: Path, baseline_file: Path, fail_on: str | None = None) -> int:
+def gates_cost(rules: Sequence[Rule]) -> bool:
+    """Whether ``rules`` judge cost (then costs priced for another model do not compare)."""
+    return any(rule.metric in _COST_METRICS for rule in rules)
+
+
+def check_gate(
+    run_dir: Path,
+    baseline_file: Path,
+    fail_on: str | None = None,
+    *,
+    allow_different_scenarios: bool = False,
+) -> int:
     """Compare ``run_dir/summary.json`` with ``baseline_file`` and print the verdict.
 
     Args:
         run_dir: The run directory (or its ``summary.json``).
         baseline_file: The baseline ``summary.json`` (or a run directory holding one).
         fail_on: A rule spec (:func:`parse_fail_on`); ``None`` uses :data:`DEFAULT_FAIL_ON`.
+        allow_different_scenarios: Compare even when the runs did not play the same
+            scenarios (:func:`run_differences`): rows are matched as they are, and what
+            differs is printed as notes.
 
     Returns:
         0 when the gate passes, 1 on a regression or violation (the only case that prints
-        ``FAIL``), 2 on bad input.
+        ``FAIL``), 2 on bad input or when the runs cannot be compared (``gate: cannot
+        compare``, each difference named with its fix).
     """
     try:
         rules = parse_fail_on(fail_on or DEFAULT_FAIL_ON)
@@ -385,6 +424,10 @@ def check_gate(run_dir: Path, baseline_file: Path, fail_on: str | None = None) -
         baseline = read_summary(Path(baseline_file), what="baseline")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    setup = run_differences(baseline, summary, costs=gates_cost(rules))
+    if not setup.comparable and not allow_different_scenarios:
+        print(f"gate: {setup.refusal()}")
         return 2
     regressions = compare(summary, baseline, rules)
     match = match_rows(baseline, summary)
@@ -401,7 +444,14 @@ def check_gate(run_dir: Path, baseline_file: Path, fail_on: str | None = None) -
         added=list(match.only_after),
         compared=len(match.pairs),
         baseline_pairs={record_key(r)[1:] for r in baseline.get("records", [])},
-        notes=notes,
+        notes=[*_despite(setup), *notes],
     )
     print("\n".join([text, *_config_notes(summary, baseline)]))
     return 1 if regressions else 0
+
+
+def _despite(setup: Comparability) -> list[str]:
+    """The notes of a comparison made although the runs differ (as asked)."""
+    if setup.comparable:
+        return setup.lines()  # suites whose scenarios could not be verified, if any
+    return [f"compared as asked although {setup.summary}", *setup.lines()]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .comparability import run_differences
 from .noise import paired_noise
 from .pooling import to_number
 from .runs import find_run
@@ -103,15 +104,9 @@ def paired_change(
 
 def same_scenarios(before: Mapping[str, Any], after: Mapping[str, Any]) -> frozenset[str]:
     """The suites two runs played on identical scenarios (equal checksums in their
-    ``provenance``): the only ones whose probes pair up across the runs."""
-    digests = [(s.get("provenance") or {}).get("scenarios") or {} for s in (before, after)]
-    return frozenset(
-        suite
-        for suite, info in digests[0].items()
-        if isinstance(info, Mapping)
-        and info.get("sha256")
-        and info.get("sha256") == (digests[1].get(suite) or {}).get("sha256")
-    )
+    ``provenance``, :func:`memctx.harness.comparability.run_differences`): the only ones
+    whose probes pair up across the runs."""
+    return frozenset(run_differences(before, after).same)
 
 
 def probe_rows_of(spec: str | Path, reports: Path = Path("reports")) -> list[dict[str, Any]] | None:

@@ -84,12 +84,12 @@ def _write(path: Path, summary: dict[str, Any]) -> Path:
 
 def test_parse_every_form_of_rule() -> None:
     rules = parse_fail_on(
-        "recall_accuracy:-0.02, cost_usd:+5%,violations:+0,stale_rate:0.1,"
+        "recall_accuracy:-0.02, cost_per_call:+5%,violations:+0,stale_rate:0.1,"
         "tool_accuracy:-2p,evidence_recall:ci,recall_accuracy:-ci,stale_rate:1.5p"
     )
     assert rules == [
         Rule("recall_accuracy", 0.02, -1),
-        Rule("cost_usd", 5.0, 1, "%"),
+        Rule("cost_per_call", 5.0, 1, "%"),
         Rule("violations", 0.0, 1),
         Rule("stale_rate", 0.1, 1),  # no sign: the metric's worse direction
         Rule("tool_accuracy", 2.0, -1, "p"),
@@ -99,7 +99,7 @@ def test_parse_every_form_of_rule() -> None:
     ]
     assert [str(r) for r in rules[:2] + rules[4:6]] == [
         "recall_accuracy:-0.02",
-        "cost_usd:+5%",
+        "cost_per_call:+5%",
         "tool_accuracy:-2p",
         "evidence_recall:ci",
     ]
@@ -112,7 +112,7 @@ def test_the_default_judges_shares_against_the_noise() -> None:
         "tool_accuracy": "tool_accuracy:ci",
         "evidence_recall": "evidence_recall:ci",
         "stale_rate": "stale_rate:ci",
-        "cost_usd": "cost_usd:+5%",
+        "cost_per_call": "cost_per_call:+5%",
         "tokens_per_call": "tokens_per_call:+5%",
         "violations": "violations:+0",
     }
@@ -125,14 +125,16 @@ def test_the_default_judges_shares_against_the_noise() -> None:
         ("recall_accuracy:-x", "expected METRIC:"),
         ("recall_accuracy:--2", "expected METRIC:"),
         ("recall_accuracy:ci%", "expected METRIC:"),
-        ("recall_accuracy:2q", "e.g. recall_accuracy:ci,tool_accuracy:-2p,cost_usd:+5%"),
+        ("recall_accuracy:2q", "e.g. recall_accuracy:ci,tool_accuracy:-2p,cost_per_call:+5%"),
         ("", "empty"),
         ("accuracy:-0.02", "unknown metric 'accuracy'"),
         ("recall_accuracy:+0.02", "write recall_accuracy:-0.02"),
         ("recall_accuracy:+2p", "write recall_accuracy:-2p"),
         ("recall_accuracy:+ci", "write recall_accuracy:-ci"),
-        ("cost_usd:-5%", "write cost_usd:+5%"),
-        ("cost_usd:ci", "'p' and 'ci' apply to shares of probes"),
+        ("cost_per_call:-5%", "write cost_per_call:+5%"),
+        ("cost_per_call:ci", "'p' and 'ci' apply to shares of probes"),
+        ("cost_usd:+5%", "cost_usd is the run's total"),
+        ("cost_usd:+5%", "gate cost_per_call:+5% instead"),
         ("tokens_per_call:+3p", "for tokens_per_call write an amount or a percentage"),
     ],
 )
@@ -164,14 +166,38 @@ def test_absolute_rule_catches_a_drop_beyond_the_tolerance(summary: dict[str, An
 
 def test_relative_rule_scales_with_the_baseline(summary: dict[str, Any]) -> None:
     run = copy.deepcopy(summary)
-    base = _record(summary, "all", "truncate", "none")["cost_usd"]
-    _record(run, "all", "truncate", "none")["cost_usd"] = base * 1.04
-    assert compare(run, summary, parse_fail_on("cost_usd:+5%")) == []
-    _record(run, "all", "truncate", "none")["cost_usd"] = base * 1.07
-    (regression,) = compare(run, summary, parse_fail_on("cost_usd:+5%"))
-    assert regression.metric == "cost_usd"
-    assert regression.delta == pytest.approx(base * 0.07)
-    assert "(+7.0%)" in regression.describe() and "allowed cost_usd:+5%" in regression.describe()
+    record = _record(summary, "all", "truncate", "none")
+    per_call = record["cost_usd"] / record["calls"]
+    _record(run, "all", "truncate", "none")["cost_usd"] = record["cost_usd"] * 1.04
+    assert compare(run, summary, parse_fail_on("cost_per_call:+5%")) == []
+    _record(run, "all", "truncate", "none")["cost_usd"] = record["cost_usd"] * 1.07
+    (regression,) = compare(run, summary, parse_fail_on("cost_per_call:+5%"))
+    assert regression.metric == "cost_per_call"
+    assert regression.delta == pytest.approx(per_call * 0.07)
+    assert "(+7.0%)" in regression.describe()
+    assert "allowed cost_per_call:+5%" in regression.describe()
+
+
+def test_cost_is_judged_per_call_not_as_the_total(summary: dict[str, Any]) -> None:
+    # Half the calls at 1.5 times the price each: the total falls by a quarter, and a rule
+    # on the total would pass it; the per-call rule fails it.
+    run = copy.deepcopy(summary)
+    base = _record(summary, "needle", "memory-context", "hash")
+    record = _record(run, "needle", "memory-context", "hash")
+    record["calls"] = base["calls"] // 2
+    record["cost_usd"] = base["cost_usd"] / base["calls"] * 1.5 * record["calls"]
+    assert record["cost_usd"] < base["cost_usd"]
+    (regression,) = compare(run, summary, parse_fail_on(DEFAULT_FAIL_ON))
+    assert (regression.key, regression.metric) == (
+        ("needle", "memory-context", "hash"),
+        "cost_per_call",
+    )
+    assert regression.value == pytest.approx(base["cost_usd"] / base["calls"] * 1.5)
+    assert "(+50.0%)" in regression.describe()
+    # The converse: more calls at a lower price each is not a regression, dearer in total.
+    record["calls"] = base["calls"] * 2
+    record["cost_usd"] = base["cost_usd"] * 1.8
+    assert compare(run, summary, parse_fail_on(DEFAULT_FAIL_ON)) == []
 
 
 def test_a_probe_rule_counts_probes_of_the_baseline_row() -> None:
@@ -243,9 +269,11 @@ def test_a_perfect_baseline_is_not_a_zero_width_interval() -> None:
 def _subset(
     summary: dict[str, Any], suites: set[str], drop: set[tuple[str, str]]
 ) -> dict[str, Any]:
-    """``summary`` as a run of fewer suites and strategies would write it: its records, and
-    pooled rows over those suites."""
+    """``summary`` as a run of fewer suites and strategies would write it: its records, the
+    checksums of those suites' scenarios, and pooled rows over those suites."""
     run = copy.deepcopy(summary)
+    played = run["provenance"]["scenarios"]
+    run["provenance"]["scenarios"] = {s: played[s] for s in played if s in suites}
     run["records"] = [
         r
         for r in run["records"]
@@ -259,16 +287,24 @@ def _subset(
     return run
 
 
-def test_a_subset_run_passes_against_a_full_baseline_when_nothing_changed(
+def test_a_subset_run_is_refused_unless_asked_then_passes_when_nothing_changed(
     summary: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = _subset(summary, {"needle", "cjk"}, {("memory-context", "transformer")})
     run_dir = _write(tmp_path / "run", run)
     base = _write(tmp_path / "base", summary)
-    assert check_gate(run_dir, base) == 0
+    assert check_gate(run_dir, base) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("gate: cannot compare this run with the baseline: different suites")
+    assert "only the baseline played supersede, paraphrase, tool-heavy" in out
+    assert "suites both runs played on the same scenarios: needle, cjk" in out
+    assert "--allow-different-scenarios" in out and "FAIL" not in out
+    # Asked to: the suites both ran are gated, the rest noted.
+    assert check_gate(run_dir, base, allow_different_scenarios=True) == 0
     out = capsys.readouterr().out
     assert out.startswith("gate: PASS over 9 record(s)")  # 2 suites x 3 pairs + 3 pooled
     assert "FAIL" not in out and "missing" not in out
+    assert "note: compared as asked although different suites (only in the baseline: " in out
     (line,) = [x for x in out.splitlines() if "not in this run" in x]
     assert line.startswith("  note: 31 baseline record(s) not in this run, not gated (suites")
     assert "strategy/embedding not run: memory-context/transformer" in line
@@ -317,7 +353,10 @@ def test_pooled_rows_over_suites_the_baseline_lacks_are_noted_not_compared(
     run = _summary(run_records, [pool_records(run_records)])
     regressions = compare(run, baseline, parse_fail_on("recall_accuracy:ci"))
     assert [r.key for r in regressions] == [("beta", "truncate", "none")]
-    assert check_gate(_write(tmp_path / "run", run), _write(tmp_path / "base", baseline)) == 1
+    run_dir, base_dir = _write(tmp_path / "run", run), _write(tmp_path / "base", baseline)
+    assert check_gate(run_dir, base_dir) == 2  # gamma: a suite the baseline never played
+    assert "only this run played gamma" in capsys.readouterr().out
+    assert check_gate(run_dir, base_dir, allow_different_scenarios=True) == 1
     out = capsys.readouterr().out
     assert "pooled rows not compared (different suites): truncate/none" in out
     assert "suites only in the after run: gamma" in out
@@ -354,7 +393,7 @@ def test_violations_always_fail_even_without_a_rule(summary: dict[str, Any]) -> 
     _record(run, "secrets", "memory-context", "hash")["violations"] = 2
     _record(run, "all", "memory-context", "hash")["violations"] = 2  # as a run pools them
     baseline = copy.deepcopy(run)  # a baseline with the same violations does not excuse them
-    regressions = compare(run, baseline, parse_fail_on("cost_usd:+5%"))
+    regressions = compare(run, baseline, parse_fail_on("cost_per_call:+5%"))
     assert [r.describe() for r in regressions] == [
         "secrets/memory-context/hash: violations = 2 (must be 0)"
     ]
@@ -430,12 +469,12 @@ def test_check_gate_exit_codes_and_output(
 
     worse = copy.deepcopy(synthetic)
     worse.record("all", "memory-context", "hash")["tokens_per_call"] *= 1.2
-    worse.summary["config"]["quick"] = False
+    worse.summary["config"]["overrides"] = {"hardCapTokens": 300}
     write_run(run_dir, worse)
     assert check_gate(run_dir, baseline, None) == 1
     out = capsys.readouterr().out
     assert "all/memory-context/hash: tokens_per_call" in out and "(+20.0%)" in out
-    assert "note: config quick differs" in out
+    assert "note: config overrides differs: run {'hardCapTokens': 300}, baseline {}" in out
     # Timing is not gated by default, only when asked.
     worse.record("all", "truncate", "none")["hook_p95_ms"] *= 10
     write_run(run_dir, worse)
@@ -458,7 +497,7 @@ def _scenarios(summary: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str |
         "subset": (_subset(summary, {"needle"}, {("truncate", "none")}), None),
         "new strategy": (_with_new_strategy(summary, "planner"), None),
         "regression": (regressed, None),
-        "violation": (violated, "cost_usd:+5%"),
+        "violation": (violated, "cost_per_call:+5%"),
     }
 
 
@@ -471,7 +510,8 @@ def test_a_printed_fail_always_exits_non_zero(
     captured = capsys.readouterr()
     printed = captured.out + captured.err
     assert ("FAIL" in printed) == (status == 1), printed
-    assert status == (1 if name in ("regression", "violation") else 0)
+    assert ("cannot compare" in printed) == (status == 2), printed
+    assert status == {"regression": 1, "violation": 1, "subset": 2}.get(name, 0)
 
 
 def test_check_gate_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
