@@ -11,8 +11,15 @@ rows (``all``) are compared only over the same suites; rows of only one run are 
 ``--md FILE`` and ``--html FILE`` also write the comparison as Markdown and as a
 self-contained HTML page.
 
-Exit 0, or 2 on bad input (one line naming the fix). Comparing never fails a run: gating is
-``memctx eval --baseline``.
+The output opens with a one-line verdict (:func:`memctx.harness.deltas.verdict_of`): per
+strategy × embedding, whether B is better or worse than A beyond noise. Two runs that did
+not play the same scenarios (other suites, other checksums, ``--quick`` against a full run,
+other windows, another ``--llm`` or answer model: :mod:`memctx.harness.comparability`) are
+not compared: the verdict is "cannot compare: ...", each difference is named with its fix,
+and the exit status is 2, unless ``--allow-different-scenarios`` asks to compare anyway.
+
+Exit 0, or 2 on bad input (one line naming the fix) or runs that cannot be compared.
+Comparing never fails a run: gating is ``memctx eval --baseline``.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .options import OptionError, describe_os_error, fail
+
+if TYPE_CHECKING:
+    from memctx.harness import Delta, Verdict
 
 __all__ = ["add_compare_arguments", "compare_command"]
 
@@ -36,7 +46,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Per suite x strategy x embedding deltas between two finished runs: A (the baseline, "
         "before) and B (after), with 95 % intervals and * where a share of probes changed "
-        "beyond the noise. Pooled rows (all) are compared only over the same suites."
+        "beyond the noise. Pooled rows (all) are compared only over the same suites. The "
+        "output opens with a one-line verdict: per strategy x embedding, better, worse or "
+        "within noise; or 'cannot compare' (exit 2) when A and B did not play the same "
+        "scenarios."
     )
     parser.add_argument("run_a", metavar="RUN_A", help=f"the baseline (before): {_RUN_FORMS}")
     parser.add_argument("run_b", metavar="RUN_B", help="the run to judge (after): same forms")
@@ -55,6 +68,14 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write FILE: a self-contained HTML page with one table that scrolls "
         "sideways with suite, strategy and embedding kept in view",
+    )
+    parser.add_argument(
+        "--allow-different-scenarios",
+        action="store_true",
+        help="compare even when A and B did not play the same scenarios (other suites, other "
+        "scenario checksums, --quick against a full run, other --window, --llm or "
+        "--answer-model): without it such runs are not compared (exit 2, naming each "
+        "difference)",
     )
     parser.add_argument(
         "--reports",
@@ -90,16 +111,18 @@ def _label(spec: str, summary: Mapping[str, Any]) -> str:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    """Run ``memctx compare``; exit 0, or 2 on bad input."""
+    """Run ``memctx compare``; exit 0, or 2 on bad input or runs that cannot be compared."""
     from memctx.harness import (
+        DEFAULT_COMPARE_METRICS,
         compare_runs,
         comparison_notes,
-        deltas_html_page,
         format_deltas_md,
         format_deltas_text,
         paired_note,
         probe_rows_of,
         read_summary,
+        run_differences,
+        verdict_of,
     )
 
     metrics = _metrics(args.metric)
@@ -109,18 +132,47 @@ def compare_command(args: argparse.Namespace) -> int:
         after = read_summary(args.run_b, reports=reports, what="RUN_B")
     except ValueError as exc:
         return fail(str(exc))
+    costs = any(m in ("cost_usd", "cost_per_call") for m in metrics or DEFAULT_COMPARE_METRICS)
+    setup = run_differences(before, after, names=("A", "B"), costs=costs)
+    allowed = bool(args.allow_different_scenarios)
+    heading = f"A = {_label(args.run_a, before)}\nB = {_label(args.run_b, after)}"
+    if not setup.comparable and not allowed:
+        verdict = verdict_of([], setup=setup)
+        refusal = setup.refusal_lines()
+        listed = "\n".join(f"- {line}" for line in refusal)
+        print(f"{verdict.text}\n{heading}\n\n{listed}")
+        return _write_outputs(args, heading, verdict, f"{listed}\n", refusal=refusal) or 2
     rows = (probe_rows_of(args.run_a, reports), probe_rows_of(args.run_b, reports))
     probes = None if rows[0] is None or rows[1] is None else (rows[0], rows[1])
     deltas = compare_runs(before, after, metrics, probes=probes)
-    notes = comparison_notes(before, after, before_name="A", after_name="B")
+    verdict = verdict_of(deltas, before="A", after="B", setup=setup, allowed=allowed)
+    notes = [*setup.lines(), *comparison_notes(before, after, before_name="A", after_name="B")]
     notes.append(paired_note(deltas))
-    heading = f"A = {_label(args.run_a, before)}\nB = {_label(args.run_b, after)}"
-    print(f"{heading}\n\n{format_deltas_text(deltas, notes, before='A', after='B')}")
+    text = format_deltas_text(deltas, notes, before="A", after="B")
+    print(f"{verdict.text}\n{heading}\n\n{text}")
+    body = format_deltas_md(deltas, notes, before="A", after="B")
+    return _write_outputs(args, heading, verdict, body, deltas=deltas, notes=notes)
+
+
+def _write_outputs(
+    args: argparse.Namespace,
+    heading: str,
+    verdict: Verdict,
+    body: str,
+    *,
+    deltas: Sequence[Delta] = (),
+    notes: Sequence[str] = (),
+    refusal: Sequence[str] = (),
+) -> int:
+    """``--md`` (``body`` under the verdict and the heading) and ``--html``, each opening
+    with the verdict; 0, or 2 when one cannot be written."""
+    from memctx.harness import deltas_html_page, verdict_md
+
     outputs = []
     if args.md:
-        head = "# memctx compare\n\n" + "".join(f"- {line}\n" for line in heading.splitlines())
-        table = format_deltas_md(deltas, notes, before="A", after="B")
-        outputs.append((Path(args.md), "Markdown", f"{head}\n{table}"))
+        head = "# memctx compare\n\n" + verdict_md(verdict) + "\n\n"
+        head += "".join(f"- {line}\n" for line in heading.splitlines())
+        outputs.append((Path(args.md), "Markdown", f"{head}\n{body}"))
     if args.html:
         page = deltas_html_page(
             deltas,
@@ -129,6 +181,8 @@ def compare_command(args: argparse.Namespace) -> int:
             after="B",
             title="memctx compare",
             subtitle=heading.replace("\n", "; "),
+            verdict=verdict,
+            refusal=refusal,
         )
         outputs.append((Path(args.html), "HTML", page))
     for path, kind, text in outputs:

@@ -24,6 +24,13 @@ from .claude_code import (
     run_claude_code_suite,
 )
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
+from .comparability import (
+    ALLOW_FLAG,
+    Comparability,
+    Difference,
+    planned_summary,
+    run_differences,
+)
 from .deltas import (
     COMPARE_METRICS,
     DEFAULT_COMPARE_METRICS,
@@ -31,9 +38,11 @@ from .deltas import (
     MetricChange,
     RowMatch,
     RowPair,
+    Verdict,
     compare_runs,
     comparison_notes,
     match_rows,
+    verdict_of,
 )
 from .deltas_render import (
     DELTAS_CSS,
@@ -42,6 +51,8 @@ from .deltas_render import (
     format_deltas_md,
     format_deltas_text,
     paired_note,
+    verdict_html,
+    verdict_md,
 )
 from .engine import ScenarioResult, run_scenario
 from .executor import (
@@ -56,7 +67,7 @@ from .executor import (
 )
 from .explain import ProbeExplanation, explain_probe, format_explanation
 from .frames import RunFrames, load_run, probe_frame
-from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, parse_fail_on
+from .gate import DEFAULT_FAIL_ON, Regression, check_gate, compare, gates_cost, parse_fail_on
 from .journal import JOURNAL, PLAN, JobJournal, job_key, read_plan, write_plan
 from .llm_runs import budget_line, budget_section, llm_timing, run_limits
 from .metrics import aggregate, bootstrap_ci, call_cost, percentile

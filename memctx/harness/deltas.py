@@ -16,6 +16,15 @@ never ran is not compared (noted).
 
 **Beyond the noise**: :mod:`memctx.harness.noise` (the same rule as the gate's ``ci``
 tolerance).
+
+**The verdict** (:func:`verdict_of`): one line that opens ``memctx compare`` and the
+report's baseline section. Per strategy × embedding (a *configuration*), over every row
+compared: better when a share of probes moved the better way beyond the noise somewhere
+and nowhere the worse way, or violations fell; worse symmetrically (any rise of violations
+is worse: an invariant has no noise); mixed when both; within noise otherwise. Metrics
+without a noise rule (tokens, cost) do not count: their changes are in the tables. Runs
+that did not play the same scenarios (:mod:`memctx.harness.comparability`) get "cannot
+compare: ..." instead.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .comparability import Comparability
 from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .outcomes import Outcomes, paired_change, same_scenarios
 from .pooling import pool_records, to_number
@@ -36,12 +46,14 @@ __all__ = [
     "MetricChange",
     "RowMatch",
     "RowPair",
+    "Verdict",
     "compare_runs",
     "comparison_notes",
     "describe_missing",
     "match_rows",
     "metric_value",
     "record_key",
+    "verdict_of",
 ]
 
 Key = tuple[str, str, str]
@@ -361,3 +373,116 @@ def _change(pair: RowPair, metric: str, outcomes: tuple[Outcomes, Outcomes] | No
 
 def _upgraded(summary: Mapping[str, Any]) -> Mapping[str, Any]:
     return upgrade_summary(dict(summary)) if summary.get("schema", 2) < 2 else summary
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one line a comparison opens with.
+
+    Attributes:
+        text: The line (``"B is better than A beyond noise in 2 configurations, ..."``).
+        tone: ``"better"``, ``"worse"``, ``"mixed"``, ``"within"`` (nothing beyond noise),
+            ``"none"`` (nothing judged) or ``"cannot"`` (the runs cannot be compared).
+    """
+
+    text: str
+    tone: str
+
+
+def _row_verdicts(delta: Delta) -> set[str]:
+    """``"better"`` / ``"worse"`` for each change of a row judged beyond noise; ``"within"``
+    when something was judged and nothing moved beyond it; empty when nothing was judged."""
+    out: set[str] = set()
+    judged = False
+    for change in delta.changes:
+        if change.metric == "violations" and change.delta is not None:
+            judged = True
+            if change.verdict:
+                out.add(change.verdict)
+        elif change.significant is not None:
+            judged = True
+            if change.significant and change.verdict:
+                out.add(change.verdict)
+    return out or ({"within"} if judged else set())
+
+
+def _configurations(count: int) -> str:
+    return f"{count} configuration{'' if count == 1 else 's'}"
+
+
+def _named(pairs: Sequence[str]) -> str:
+    shown = ", ".join(pairs[:3]) + (f" and {len(pairs) - 3} more" if len(pairs) > 3 else "")
+    return f" ({shown})" if shown else ""
+
+
+def verdict_of(
+    deltas: Sequence[Delta],
+    *,
+    before: str = "A",
+    after: str = "B",
+    setup: Comparability | None = None,
+    allowed: bool = False,
+) -> Verdict:
+    """The verdict on ``deltas`` (see the module docstring).
+
+    Args:
+        deltas: :func:`compare_runs`' result.
+        before: How the before run is named (``"A"``, ``"the baseline"``).
+        after: How the after run is named.
+        setup: :func:`memctx.harness.comparability.run_differences`' finding: with
+            differences the verdict is "cannot compare", unless ``allowed``.
+        allowed: The user asked to compare anyway: the line then says what differs.
+    """
+    if setup is not None and not setup.comparable and not allowed:
+        return Verdict(f"cannot compare: {setup.summary}", "cannot")
+    if not deltas:
+        return Verdict(f"nothing to compare: {before} and {after} have no row in common", "none")
+    by_pair: dict[str, set[str]] = {}
+    for delta in deltas:
+        pair = f"{delta.strategy}/{delta.embedding}"
+        by_pair.setdefault(pair, set()).update(_row_verdicts(delta))
+    groups: dict[str, list[str]] = {"better": [], "worse": [], "mixed": [], "within": []}
+    for pair, seen in by_pair.items():
+        moved = seen & {"better", "worse"}
+        if len(moved) == 2:
+            groups["mixed"].append(pair)
+        elif moved:
+            groups[moved.pop()].append(pair)
+        elif seen:
+            groups["within"].append(pair)
+    despite = (
+        f"; compared as asked although {setup.summary}"
+        if setup is not None and not setup.comparable
+        else ""
+    )
+    judged = sum(map(len, groups.values()))
+    if not judged:
+        return Verdict(
+            "no verdict: none of the metrics compared has a noise rule (add a share of "
+            f"probes, e.g. recall_accuracy){despite}",
+            "none",
+        )
+    basis = "per strategy × embedding, on shares of probes and violations"
+    subject = after[:1].upper() + after[1:]
+    if judged == len(groups["within"]):
+        text = f"{subject} is within noise of {before} in all {_configurations(judged)}"
+        return Verdict(f"{text} ({basis}){despite}", "within")
+    parts: list[str] = []
+    mixed = "better in some rows and worse in others"
+    for tone, first, later in (
+        ("better", f"is better than {before} beyond noise in", "better in"),
+        ("worse", f"is worse than {before} beyond noise in", "worse in"),
+        ("mixed", f"differs from {before} beyond noise, {mixed}, in", f"{mixed} in"),
+    ):
+        pairs = groups[tone]
+        if pairs and parts:  # "... in 2 configurations, worse in 1"
+            parts.append(f"{later} {len(pairs)}{_named(pairs)}")
+        elif pairs:
+            parts.append(f"{subject} {first} {_configurations(len(pairs))}{_named(pairs)}")
+    parts.append(f"within noise in {len(groups['within'])}")
+    tone = (
+        "mixed"
+        if groups["mixed"] or (groups["better"] and groups["worse"])
+        else ("better" if groups["better"] else "worse")
+    )
+    return Verdict(f"{', '.join(parts)} ({basis}){despite}", tone)

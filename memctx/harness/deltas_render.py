@@ -1,7 +1,9 @@
 """Deltas between two runs as a terminal table, Markdown and HTML.
 
 The input is :func:`memctx.harness.compare_runs`' list of :class:`~memctx.harness.Delta`
-and, optionally, :func:`memctx.harness.comparison_notes`' lines. Every format shows, per
+and, optionally, :func:`memctx.harness.comparison_notes`' lines and the one-line
+:class:`~memctx.harness.deltas.Verdict` a comparison opens with (:func:`verdict_md`,
+:func:`verdict_html`; in a terminal it is its text). Every format shows, per
 metric, the before value, the after value and the change, with full names:
 
 - shares of probes (``recall_accuracy``, ...) in percent with their 95 % interval, the
@@ -21,7 +23,7 @@ import html
 import textwrap
 from collections.abc import Sequence
 
-from .deltas import Delta, MetricChange
+from .deltas import Delta, MetricChange, Verdict
 from .noise import SHARE_METRICS
 from .schema import ALL_SUITES
 
@@ -34,6 +36,8 @@ __all__ = [
     "format_deltas_text",
     "format_value",
     "paired_note",
+    "verdict_html",
+    "verdict_md",
 ]
 
 _PERCENT = (*SHARE_METRICS, "cached_share")
@@ -252,7 +256,22 @@ DELTAS_CSS = """
 .memctx-deltas td.worse { color: #a3121e; font-weight: 600; }
 .memctx-deltas td.better { color: #0b6b2f; font-weight: 600; }
 .memctx-deltas .legend, .memctx-deltas ul { color: #4a5565; max-width: 1100px; }
+.memctx-deltas p.verdict { font-weight: 600; padding: 6px 10px; max-width: 1100px;
+  border-left: 4px solid #b9c0ca; background: #f3f5f8; }
+.memctx-deltas p.verdict.better { border-color: #0b6b2f; }
+.memctx-deltas p.verdict.worse, .memctx-deltas p.verdict.cannot { border-color: #a3121e; }
+.memctx-deltas p.verdict.mixed { border-color: #b7791f; }
 """
+
+
+def verdict_md(verdict: Verdict) -> str:
+    """The verdict as a Markdown paragraph."""
+    return f"**Verdict: {_md_cell(verdict.text)}**"
+
+
+def verdict_html(verdict: Verdict) -> str:
+    """The verdict as an HTML paragraph (``<p class="verdict TONE">``, :data:`DELTAS_CSS`)."""
+    return f'<p class="verdict {verdict.tone}">Verdict: {html.escape(verdict.text)}</p>'
 
 
 def _key_styles(deltas: Sequence[Delta]) -> list[str]:
@@ -334,14 +353,25 @@ def deltas_html_page(
     after: str = "after",
     title: str = "memctx compare",
     subtitle: str = "",
+    verdict: Verdict | None = None,
+    refusal: Sequence[str] = (),
 ) -> str:
-    """A self-contained HTML page (no external files) around :func:`format_deltas_html`."""
+    """A self-contained HTML page (no external files) around :func:`format_deltas_html`,
+    opening with ``verdict``; ``refusal`` (why the runs cannot be compared, one item per
+    line) replaces the table."""
     esc = html.escape
+    opening = verdict_html(verdict) if verdict is not None else ""
+    items = "".join(f"<li>{esc(line)}</li>" for line in refusal)
+    body = (
+        f'<div class="memctx-deltas"><ul>{items}</ul></div>'
+        if refusal
+        else format_deltas_html(deltas, notes, before=before, after=after)
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>body {{ margin: 24px; }}{DELTAS_CSS}</style>"
         f'</head><body><div class="memctx-deltas"><h1>{esc(title)}</h1>'
-        f"{f'<p>{esc(subtitle)}</p>' if subtitle else ''}</div>"
-        f"{format_deltas_html(deltas, notes, before=before, after=after)}</body></html>\n"
+        f"{opening}{f'<p>{esc(subtitle)}</p>' if subtitle else ''}</div>"
+        f"{body}</body></html>\n"
     )

@@ -28,7 +28,13 @@ def test_terminal_table(runs: tuple[Path, Path], capsys: pytest.CaptureFixture[s
     a, b = runs
     assert main(["compare", str(a), str(b / "summary.json")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(
+    verdict, rest = out.split("\n", 1)
+    assert verdict == (
+        "B is worse than A beyond noise in 2 configurations (memory-context/hash, "
+        "memory-context/transformer), within noise in 2 (per strategy × embedding, on shares "
+        "of probes and violations)"
+    )
+    assert rest.startswith(
         f"A = {a}\nB = {b / 'summary.json'} (run 20250102-000000-hardCapTokens=60"
     )
     for metric in ("recall_accuracy", "tool_accuracy", "cost_per_call (USD per call)"):
@@ -49,12 +55,15 @@ def test_markdown_and_html_files(
     out = capsys.readouterr().out
     assert f"Markdown: {md}" in out and f"HTML: {page}" in out
     text = md.read_text(encoding="utf-8")
-    assert text.startswith("# memctx compare\n\n- A = ")
+    assert text.startswith("# memctx compare\n\n**Verdict: B is worse than A beyond noise in 2 ")
+    assert "**\n\n- A = " in text
     assert "### recall_accuracy" in text and "| needle | memory-context | hash |" in text
     html = page.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "position: sticky" in html
     assert '<th colspan="3" class="group">recall_accuracy</th>' in html
     assert re.search(r'<td class="worse">-\d+\.\d pts \*</td>', html)
+    opening = html.index('<p class="verdict worse">Verdict: B is worse than A beyond noise')
+    assert opening < html.index("A = ") < html.index("<table>")
 
 
 def test_chosen_metrics(runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,3 +134,45 @@ def test_help_documents_the_outputs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "RUN_A" in out and "the baseline (before)" in out
     assert "--md FILE" in out and "--html FILE" in out and "scrolls sideways" in out
     assert "cost_per_call" in out
+
+
+def test_runs_of_different_scenarios_are_not_compared_unless_asked(
+    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = runs[0]
+    quick = build_run()
+    quick.summary["provenance"]["scenarios"]["paraphrase"]["sha256"] = "cd" * 32
+    quick.summary["config"]["windows"] = [32_000]
+    c = write_run(tmp_path / "c", quick)
+    md, page = tmp_path / "out" / "compare.md", tmp_path / "out" / "compare.html"
+    assert main(["compare", str(a), str(c), "--md", str(md), "--html", str(page)]) == 2
+    out = capsys.readouterr().out
+    verdict = out.splitlines()[0]
+    assert verdict == (
+        "cannot compare: different context windows; different scenarios in paraphrase"
+    )
+    assert "- windows: A played at each scenario's own window, B at 32,000 tokens; fix: " in out
+    assert "- scenarios: scenarios/probes of A vs B: paraphrase 1/24 vs 1/24 (sha256 abab" in out
+    assert "suites both runs played on the same scenarios: needle, supersede, tool-heavy" in out
+    assert "pass --allow-different-scenarios" in out and "recall_accuracy" not in out
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith(f"# memctx compare\n\n**Verdict: {verdict}**\n\n- A = ")
+    assert "- windows: A played at" in text and "### " not in text
+    html = page.read_text(encoding="utf-8")
+    assert f'<p class="verdict cannot">Verdict: {verdict}</p>' in html
+    assert "<table>" not in html and "<li>windows: A played at" in html
+    # Asked to: the tables, and the verdict says what differs.
+    assert main(["compare", str(a), str(c), "--allow-different-scenarios"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(
+        "; compared as asked although different context windows; different scenarios in paraphrase"
+    )
+    assert "\nrecall_accuracy\nsuite " in out
+    assert "note: windows: A played at each scenario's own window" in out
+    # An answer model priced differently matters only when cost is compared.
+    priced = build_run()
+    priced.summary["config"]["answer_model"] = "gpt-4o"
+    d = write_run(tmp_path / "d", priced)
+    assert main(["compare", str(a), str(d)]) == 2
+    assert capsys.readouterr().out.startswith("cannot compare: costs priced for different models")
+    assert main(["compare", str(a), str(d), "--metric", "recall_accuracy"]) == 0

@@ -25,8 +25,13 @@ from memctx.harness import (
     match_rows,
     pool_records,
     read_summary,
+    run_differences,
     share_interval,
+    verdict_html,
+    verdict_md,
+    verdict_of,
 )
+from memctx.harness.deltas import Verdict
 
 BASELINE = Path(__file__).resolve().parents[2] / "reports" / "baseline" / "summary.json"
 
@@ -262,3 +267,80 @@ def test_html_escapes_names_and_pins_the_key_columns() -> None:
     page = deltas_html_page(compare_runs(before, before), title="t")
     assert page.startswith("<!DOCTYPE html>") and DELTAS_CSS in page
     assert "<link" not in page and "<script" not in page and "src=" not in page
+
+
+# -- the verdict ---------------------------------------------------------------------------
+
+
+def _pair(strategy: str, embedding: str, correct: int, **extra: Any) -> dict[str, Any]:
+    return _record("needle", correct, 44, strategy=strategy, embedding=embedding, **extra)
+
+
+def _verdict_runs(moves: dict[str, tuple[int, int]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two runs of one suite, one row per strategy: ``{strategy: (correct before, after)}``
+    of 44 probes."""
+    before = _summary([_pair(name, "hash", old) for name, (old, _) in moves.items()])
+    after = _summary([_pair(name, "hash", new) for name, (_, new) in moves.items()])
+    return before, after
+
+
+def test_the_verdict_counts_configurations_better_worse_and_within_noise() -> None:
+    # 37 -> 8 of 44 is far beyond the noise, 37 -> 36 within it.
+    before, after = _verdict_runs(
+        {"a": (8, 37), "b": (37, 8), "c": (9, 40), "d": (37, 36), "e": (20, 20)}
+    )
+    verdict = verdict_of(compare_runs(before, after))
+    assert verdict.tone == "mixed"
+    assert verdict.text.startswith(
+        "B is better than A beyond noise in 2 configurations (a/hash, c/hash), "
+        "worse in 1 (b/hash), within noise in 2 (per strategy × embedding"
+    )
+    improved = verdict_of(compare_runs(*_verdict_runs({"a": (8, 37), "d": (37, 36)})))
+    assert improved.tone == "better"
+    assert improved.text.startswith(
+        "B is better than A beyond noise in 1 configuration (a/hash), within noise in 1 ("
+    )
+    worse = verdict_of(
+        compare_runs(*_verdict_runs({"a": (37, 8)})), before="the baseline", after="this run"
+    )
+    assert worse.tone == "worse"
+    assert worse.text.startswith("This run is worse than the baseline beyond noise in 1 ")
+    same = verdict_of(compare_runs(*_verdict_runs({"a": (37, 36), "b": (20, 21)})))
+    assert same.tone == "within"
+    assert same.text.startswith("B is within noise of A in all 2 configurations (")
+
+
+def test_a_configuration_is_judged_over_all_its_rows_and_on_violations() -> None:
+    # One strategy better in needle and worse in cjk is neither better nor worse: mixed.
+    before = _summary([_record("needle", 8, 44), _record("cjk", 37, 44)])
+    after = _summary([_record("needle", 37, 44), _record("cjk", 8, 44)])
+    verdict = verdict_of(compare_runs(before, after))
+    assert verdict.tone == "mixed"
+    assert "better in some rows and worse in others, in 1 configuration" in verdict.text
+    # A new invariant violation is worse whatever the noise; the accuracy did not move.
+    worse = _summary([_record("needle", 8, 44, violations=1), _record("cjk", 37, 44)])
+    verdict = verdict_of(compare_runs(before, worse))
+    assert (verdict.tone, "worse than A beyond noise" in verdict.text) == ("worse", True)
+    # Without a share or violations among the metrics, nothing is judged beyond noise.
+    none = verdict_of(compare_runs(before, after, ["tokens_per_call"]))
+    assert none.tone == "none" and none.text.startswith("no verdict:")
+    assert verdict_of([]).text == "nothing to compare: A and B have no row in common"
+
+
+def test_runs_of_different_scenarios_get_cannot_compare_unless_allowed() -> None:
+    before, after = _two_runs()
+    after["provenance"]["scenarios"]["needle"]["sha256"] = "cd" * 32
+    after["provenance"]["scenarios"]["cjk"]["probes"] = 7
+    setup = run_differences(before, after, names=("A", "B"))
+    assert not setup.comparable
+    refused = verdict_of(compare_runs(before, after), setup=setup)
+    assert refused == Verdict("cannot compare: different scenarios in needle, cjk", "cannot")
+    allowed = verdict_of(compare_runs(before, after), setup=setup, allowed=True)
+    assert allowed.tone == "worse"
+    assert allowed.text.endswith("; compared as asked although different scenarios in needle, cjk")
+    # The three forms.
+    assert verdict_md(refused) == "**Verdict: cannot compare: different scenarios in needle, cjk**"
+    assert verdict_html(refused) == (
+        '<p class="verdict cannot">Verdict: cannot compare: different scenarios in needle, cjk</p>'
+    )
+    assert ".memctx-deltas p.verdict.cannot" in DELTAS_CSS

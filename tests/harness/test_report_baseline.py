@@ -68,3 +68,52 @@ def test_report_main_takes_a_baseline_and_refuses_a_bad_one(
     assert err.startswith("memctx: error: baseline ") and err.count("\n") == 1
     with pytest.raises(RunDirError, match="baseline"):
         write_report(run_dir, baseline=missing)
+
+
+def test_the_section_opens_with_the_verdict(runs: tuple[Path, Path]) -> None:
+    baseline, run_dir = runs
+    write_report(run_dir, baseline=baseline)
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Against the baseline\n\n", 1)[1]
+    assert section.startswith(
+        "**Verdict: This run is worse than the baseline beyond noise in 1 configuration "
+        "(memory-context/hash), within noise in 3 ("
+    )
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    part = page.split("<h2>Against the baseline</h2>", 1)[1]
+    assert part.startswith('<div class="memctx-deltas"><p class="verdict worse">Verdict: This')
+
+
+def test_a_baseline_of_other_scenarios_is_refused_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    full = build_run()
+    full.summary["provenance"]["datasets"] = "datasets/v1"
+    full.summary["config"]["quick"] = False
+    baseline = write_run(tmp_path / "baseline", full)
+    run_dir = write_run(tmp_path / "run", build_run())  # a quick run
+    assert report_main([str(run_dir), "--baseline", str(baseline)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(
+        "memctx: cannot compare this run with the baseline: this run is a quick run, the "
+        "baseline a full one"
+    )
+    assert "fix: make both runs alike: both with --quick or both without" in captured.err
+    md = (run_dir / "report.md").read_text(encoding="utf-8")  # written all the same
+    section = md.split("## Against the baseline\n\n", 1)[1].split("\n## ", 1)[0]
+    assert section.startswith(
+        "**Verdict: cannot compare: this run is a quick run, the baseline a full one**"
+    )
+    assert "- quick: this run played the small generated set (--quick)" in section
+    assert "pass --allow-different-scenarios" in section and "| needle |" not in section
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    part = page.split("<h2>Against the baseline</h2>", 1)[1].split("<h2>", 1)[0]
+    assert '<p class="verdict cannot">' in part and "<table>" not in part
+    # Asked to: the deltas, with what differs in the verdict and the notes.
+    assert (
+        report_main([str(run_dir), "--baseline", str(baseline), "--allow-different-scenarios"]) == 0
+    )
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Against the baseline\n\n", 1)[1].split("\n## ", 1)[0]
+    assert "compared as asked although this run is a quick run, the baseline a full one" in section
+    assert "| needle | memory-context | hash |" in section

@@ -3,7 +3,10 @@
 The deltas, their intervals and the noise rule are :func:`memctx.harness.deltas.compare_runs`'
 (the same ones ``memctx compare`` and the gate use); this module picks the metrics a report
 shows, sums up what moved beyond noise in a sentence or two, and renders the section with
-:mod:`memctx.harness.deltas_render`.
+:mod:`memctx.harness.deltas_render`. The section opens with the same one-line verdict as
+``memctx compare``. A baseline that did not play the same scenarios
+(:func:`memctx.harness.comparability.run_differences`) gets no tables: the section says
+"cannot compare", names each difference with its fix, and how to compare anyway.
 """
 
 from __future__ import annotations
@@ -14,8 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..deltas import Delta, compare_runs, comparison_notes
-from ..deltas_render import format_deltas_html, format_deltas_md, paired_note
+from ..comparability import Comparability, run_differences
+from ..deltas import Delta, Verdict, compare_runs, comparison_notes, verdict_of
+from ..deltas_render import (
+    format_deltas_html,
+    format_deltas_md,
+    paired_note,
+    verdict_html,
+    verdict_md,
+)
 from ..runs import read_summary
 from .checks import pair_label
 from .loading import RunDirError
@@ -44,12 +54,19 @@ class BaselineSection:
         deltas: One per row both runs have.
         notes: Rows of only one run, and how pooled rows were paired.
         findings: Sentences: which shares moved beyond noise, which did not.
+        verdict: The one line the section opens with.
+        refusal: Why the two runs are not compared, one item per line (then there are no
+            deltas); empty when they are.
+        setup: What differs between the runs' setups (:func:`run_differences`).
     """
 
     name: str
     deltas: tuple[Delta, ...]
     notes: tuple[str, ...]
     findings: tuple[str, ...]
+    verdict: Verdict
+    refusal: tuple[str, ...] = ()
+    setup: Comparability | None = None
 
 
 def read_baseline(spec: str | Path) -> tuple[dict[str, Any], str]:
@@ -113,13 +130,31 @@ def baseline_section(
     name: str,
     *,
     probes: tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None = None,
+    allow_different_scenarios: bool = False,
 ) -> BaselineSection:
     """Compare ``run`` with ``baseline`` (both summaries) for the report; ``probes``, the
-    baseline's probe rows then the run's, pair the shares probe by probe."""
+    baseline's probe rows then the run's, pair the shares probe by probe. Runs that did not
+    play the same scenarios are not compared unless ``allow_different_scenarios``."""
+    setup = run_differences(baseline, run)  # "the baseline", "this run"
+    if not setup.comparable and not allow_different_scenarios:
+        verdict = verdict_of([], setup=setup)
+        return BaselineSection(name, (), (), (), verdict, tuple(setup.refusal_lines()), setup=setup)
     deltas = compare_runs(baseline, run, BASELINE_METRICS, probes=probes)
-    notes = comparison_notes(baseline, run, before_name=_BEFORE, after_name=_AFTER)
+    notes = [
+        *setup.lines(),
+        *comparison_notes(baseline, run, before_name=_BEFORE, after_name=_AFTER),
+    ]
     notes.append(paired_note(deltas))
-    return BaselineSection(name, tuple(deltas), tuple(notes), tuple(_findings(deltas)))
+    verdict = verdict_of(
+        deltas,
+        before=setup.before,
+        after=setup.after,
+        setup=setup,
+        allowed=allow_different_scenarios,
+    )
+    return BaselineSection(
+        name, tuple(deltas), tuple(notes), tuple(_findings(deltas)), verdict, setup=setup
+    )
 
 
 def _intro(section: BaselineSection) -> str:
@@ -129,23 +164,43 @@ def _intro(section: BaselineSection) -> str:
     )
 
 
+def _refused(section: BaselineSection) -> str:
+    return (
+        f"This run is not compared with {section.name}: the two did not play the same "
+        "scenarios, so their figures would differ for reasons other than quality."
+    )
+
+
 def baseline_md(section: BaselineSection) -> str:
     """The section as Markdown (its ``##`` heading included)."""
+    opening = verdict_md(section.verdict)
+    if section.refusal:
+        items = "\n".join(f"- {line}" for line in section.refusal)
+        return "\n\n".join(("## Against the baseline", opening, _refused(section), items))
     findings = "\n".join(f"- {line}" for line in section.findings)
     tables = format_deltas_md(
         section.deltas, section.notes, before=_BEFORE, after=_AFTER, level=3
     ).rstrip()
     return "\n\n".join(
-        part for part in ("## Against the baseline", _intro(section), findings, tables) if part
+        part
+        for part in ("## Against the baseline", opening, _intro(section), findings, tables)
+        if part
     )
 
 
 def baseline_html(section: BaselineSection) -> str:
     """The section as HTML (its ``<h2>`` included); styled by the page's deltas CSS."""
+    opening = f'<div class="memctx-deltas">{verdict_html(section.verdict)}</div>'
+    if section.refusal:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in section.refusal)
+        return (
+            f"<h2>Against the baseline</h2>{opening}<p>{html.escape(_refused(section))}</p>"
+            f"<ul>{items}</ul>"
+        )
     findings = "".join(f"<li>{html.escape(line)}</li>" for line in section.findings)
     table = format_deltas_html(section.deltas, section.notes, before=_BEFORE, after=_AFTER)
     return (
-        f"<h2>Against the baseline</h2><p>{html.escape(_intro(section))}</p>"
+        f"<h2>Against the baseline</h2>{opening}<p>{html.escape(_intro(section))}</p>"
         + (f"<ul>{findings}</ul>" if findings else "")
         + table
     )

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..comparability import run_differences
 from ..outcomes import probe_rows_of
 from .baseline import BaselineSection, baseline_section, read_baseline
 from .checks import run_checks
@@ -82,6 +83,7 @@ def _baseline(
     summary: Mapping[str, Any],
     baseline: Baseline | None,
     probes: Sequence[Mapping[str, Any]] | None = None,
+    allow_different_scenarios: bool = False,
 ) -> BaselineSection | None:
     if baseline is None:
         return None
@@ -92,16 +94,23 @@ def _baseline(
         base, name = read_baseline(baseline)
         rows = probe_rows_of(baseline)
     pairs = None if rows is None or not probes else (rows, probes)
-    return baseline_section(summary, base, name, probes=pairs)
+    return baseline_section(
+        summary, base, name, probes=pairs, allow_different_scenarios=allow_different_scenarios
+    )
 
 
-def write_report(run_dir: Path, baseline: Baseline | None = None) -> list[Path]:
+def write_report(
+    run_dir: Path, baseline: Baseline | None = None, *, allow_different_scenarios: bool = False
+) -> list[Path]:
     """Render ``report.md``, ``report.html`` and the charts of ``run_dir``.
 
     Args:
         run_dir: A run directory (``memctx eval --out``).
         baseline: Another run to show deltas against: its folder, its summary JSON, its id
             under ``reports/runs``, ``latest``, or its summary as a mapping; None for none.
+            A baseline of other scenarios gets a "cannot compare" notice, not deltas.
+        allow_different_scenarios: Show the deltas against a baseline of other scenarios
+            anyway (the section says what differs).
 
     Returns:
         The files written: report.md, report.html, then the chart PNGs.
@@ -114,7 +123,7 @@ def write_report(run_dir: Path, baseline: Baseline | None = None) -> list[Path]:
     require_run_dir(run_dir)
     summary = load_summary(run_dir)
     probes = load_probes(run_dir)
-    section = _baseline(summary, baseline, probes)
+    section = _baseline(summary, baseline, probes, allow_different_scenarios)
     charts, note = _charts(run_dir, summary)
     parts = gather(summary, probes, charts, note, section)
     md = run_dir / "report.md"
@@ -126,7 +135,8 @@ def write_report(run_dir: Path, baseline: Baseline | None = None) -> list[Path]:
 
 def report_main(argv: Sequence[str]) -> int:
     """``memctx report RUN_DIR [--baseline RUN_OR_SUMMARY]``: re-render a run's report;
-    exit 0, or 2 on a bad folder or baseline."""
+    exit 0, or 2 on a bad folder or baseline, or a baseline of other scenarios (the report
+    is written, its baseline section saying why it does not compare)."""
     parser = argparse.ArgumentParser(
         prog="memctx report",
         description="Re-render report.md, report.html and the charts of a run directory "
@@ -139,10 +149,19 @@ def report_main(argv: Sequence[str]) -> int:
         help="add deltas against another run: its folder, its summary.json, its id under "
         "reports/runs, or latest",
     )
+    parser.add_argument(
+        "--allow-different-scenarios",
+        action="store_true",
+        help="with --baseline: show the deltas even when the two runs did not play the same "
+        "scenarios (other suites or checksums, --quick against a full run, other --window, "
+        "--llm or --answer-model); without it the section says what differs and the exit "
+        "status is 2",
+    )
     args = parser.parse_args(list(argv))
     run_dir = Path(args.run_dir)
+    allow = bool(args.allow_different_scenarios)
     try:
-        written = write_report(run_dir, baseline=args.baseline)
+        written = write_report(run_dir, baseline=args.baseline, allow_different_scenarios=allow)
         table = format_terminal_table(load_summary(run_dir), load_probes(run_dir))
     except RunDirError as exc:
         return _fail(str(exc))
@@ -153,6 +172,11 @@ def report_main(argv: Sequence[str]) -> int:
         )
     print(table)
     print("\nwrote " + ", ".join(str(p) for p in written))
+    if args.baseline and not allow:
+        setup = run_differences(read_baseline(args.baseline)[0], load_summary(run_dir))
+        if not setup.comparable:
+            print(f"memctx: {setup.refusal()}", file=sys.stderr)
+            return 2
     return 0
 
 
