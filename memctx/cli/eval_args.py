@@ -132,7 +132,16 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="gate tolerances (needs --baseline), e.g. recall_accuracy:ci (a fall beyond the "
         "noise both runs measured, the default), recall_accuracy:-2p (at most 2 probes), "
-        "cost_usd:+5%%",
+        "cost_per_call:+5%%",
+    )
+    parser.add_argument(
+        "--allow-different-scenarios",
+        action="store_true",
+        help="with --baseline: gate even when this run does not play what the baseline "
+        "played (other suites, other scenario checksums, --quick against a full baseline, "
+        "other --window, --llm, or --answer-model when cost is gated), matching rows by "
+        "suite x strategy x embedding; without it such a run is refused before it starts "
+        "(exit 2, naming each difference and the fix)",
     )
     parser.add_argument(
         "--sweep",
@@ -147,8 +156,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="complete a run that stopped (killed, crashed, interrupted): its finished jobs "
         "are kept, the others run, and the summary is the one an uninterrupted run writes; "
         "the run's own options are used (only --jobs, --executor, --ray-address, "
-        "--llm-concurrency, --max-cost, --no-progress, --no-report, --baseline and --fail-on "
-        "may be given with it)",
+        "--llm-concurrency, --max-cost, --no-progress, --no-report, --baseline, --fail-on and "
+        "--allow-different-scenarios may be given with it)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no per-job lines")
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")

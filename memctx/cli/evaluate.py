@@ -110,6 +110,8 @@ def _validate(args: argparse.Namespace) -> Any:
         from .options import check_llm_credentials
 
         check_llm_credentials(args.llm)
+    if args.baseline and not args.allow_different_scenarios:
+        _check_comparable(args, options)
     if args.resume:
         return options, Path(args.resume)
     # The folder's name says every suite asked for, the real-data ones included.
@@ -118,6 +120,37 @@ def _validate(args: argparse.Namespace) -> Any:
         named = f"{named}-sweep-{args.sweep.partition('=')[0]}".removeprefix("default-")
     run_id, out = run_dir_for(replace(options, run_id=new_run_id(named)))
     return replace(options, run_id=run_id, out_dir=out if args.out else None), out
+
+
+class Incomparable(Exception):
+    """The run would not play what the baseline played (the message names each difference
+    with its fix, one per line)."""
+
+
+def _check_comparable(args: argparse.Namespace, options: Any) -> None:
+    """Refuse, before any work, a run that cannot be gated against ``--baseline``: its
+    suites, their scenarios (loaded and checksummed now, as the run will), ``--quick``,
+    ``--window``, ``--llm`` or the answer model (when cost is gated) differ from the
+    baseline's (:func:`memctx.harness.run_differences`)."""
+    from memctx.harness import (
+        DEFAULT_FAIL_ON,
+        gates_cost,
+        load_suite_scenarios,
+        parse_fail_on,
+        planned_summary,
+        read_summary,
+        run_differences,
+    )
+
+    baseline = read_summary(Path(args.baseline), what="baseline")
+    real_data = [s for s in args.suite or () if s in (REAL_COMPACTIONS, LOCOMO)]
+    synthetic_only = not args.suite or len(real_data) < len(args.suite)
+    scenarios = load_suite_scenarios(options) if synthetic_only else {}
+    planned = planned_summary(options, scenarios, real_data)
+    costs = gates_cost(parse_fail_on(args.fail_on or DEFAULT_FAIL_ON))
+    setup = run_differences(baseline, planned, costs=costs)
+    if not setup.comparable:
+        raise Incomparable(f"{setup.refusal()}\n  (nothing was run)")
 
 
 _RUN_SHAPING = (
@@ -160,6 +193,9 @@ def eval_command(args: argparse.Namespace) -> int:
 
     try:
         options, out = _validate(args)
+    except Incomparable as exc:
+        print(f"memctx: {exc}", file=sys.stderr)
+        return 2
     except (EvalError, MemctxError, ValueError) as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -192,7 +228,11 @@ def eval_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(describe_os_error(exc))
     return finish_eval(
-        run_dir, no_report=args.no_report, baseline=args.baseline, fail_on=args.fail_on
+        run_dir,
+        no_report=args.no_report,
+        baseline=args.baseline,
+        fail_on=args.fail_on,
+        allow_different_scenarios=args.allow_different_scenarios,
     )
 
 
@@ -236,15 +276,19 @@ def finish_eval(
     no_report: bool = False,
     baseline: str | None = None,
     fail_on: str | None = None,
+    allow_different_scenarios: bool = False,
 ) -> int:
     """After a run: the report, the table and the checks, the gate; the exit status (1 when
-    an invariant was violated, a printed check FAILed or the gate failed)."""
+    an invariant was violated, a printed check FAILed or the gate failed; 2 when the run
+    cannot be compared with the baseline)."""
     from memctx.harness import upgrade_summary
     from memctx.harness.report import format_terminal_table, load_probes, run_checks, write_report
 
     summary = upgrade_summary(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
     if not no_report:
-        write_report(run_dir, baseline=baseline)
+        write_report(
+            run_dir, baseline=baseline, allow_different_scenarios=allow_different_scenarios
+        )
     probes = load_probes(run_dir)
     print(format_terminal_table(summary, probes))
     spent = summary["timing"].get("strategy_s", {})
@@ -280,5 +324,8 @@ def finish_eval(
     if baseline:
         from memctx.harness import check_gate
 
-        status = max(status, check_gate(run_dir, Path(baseline), fail_on))
+        gate = check_gate(
+            run_dir, Path(baseline), fail_on, allow_different_scenarios=allow_different_scenarios
+        )
+        status = max(status, gate)  # 2, cannot compare, over 1
     return status
