@@ -1,7 +1,7 @@
 """``bm25.cache``: the segments' BM25 term counts, so that reopening a store skips tokenizing.
 
 Counting terms is most of a reopen without it, even in bulk
-(:mod:`memctx.store.raw.counts`): ~0.8 s of ~1.8 s for 20,000 segments of ~900 characters,
+(:mod:`memctx.store.raw.term_counter`): ~0.8 s of ~1.8 s for 20,000 segments of ~900 characters,
 against ~0.9 s in all with it. The cache maps a segment's dedup digest (``sha256(sessionId + role +
 content)``; the content decides the tokens) to its term counts, and the loader uses an entry
 only for a line whose digest it has just computed. So the file can be stale, partial or left
