@@ -32,7 +32,6 @@ and replaced. Once the tracker exists nothing here raises into the agent's turn,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -46,6 +45,7 @@ from typing import Any
 
 from memctx.config import MemoryContextConfig
 from memctx.errors import StoreError
+from memctx.fs import atomic_write
 from memctx.store import resolve_store_dir
 
 from .budget import compaction_reserve
@@ -348,24 +348,12 @@ class FlushTracker:
 
     def _write(self, state: FlushState) -> None:
         data = (json.dumps(state.to_json(), indent=2) + "\n").encode()
-        tmp = self._path.with_name(f".{FLUSH_STATE_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             self._dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(
-                tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644
-            )
-            try:
-                if os.write(fd, data) != len(data):
-                    raise OSError("short write (disk full?)")
-                os.fsync(fd)  # the new content is on disk before the name points at it
-            finally:
-                os.close(fd)
-            os.replace(tmp, self._path)
+            atomic_write(self._path, data, mode=0o644)  # cycle counters, no conversation text
         except OSError as exc:
             self._report(
                 f"cannot save {self._path} ({exc}); the state is kept in memory only and a "
                 "restart would flush again in this cycle. Check the directory's permissions "
                 "and free space"
             )
-            with contextlib.suppress(OSError):  # never created, or already gone
-                tmp.unlink()

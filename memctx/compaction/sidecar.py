@@ -15,26 +15,25 @@ kept (still the session's history) and the transcript is scanned again, skipping
 ``seen`` fingerprints: nothing is added twice and nothing new is ignored.
 
 Items are redacted (:func:`memctx.text.redact`) before they are kept: the sidecar is
-persisted, and nothing memctx persists may hold a secret. Saves are atomic (temporary file,
-``os.replace``). A corrupt or foreign file is never fatal
+persisted, and nothing memctx persists may hold a secret. Saves are atomic
+(:func:`memctx.fs.atomic_write`). A corrupt or foreign file is never fatal
 nor deleted: it is moved aside to ``<sidecar>.corrupt-<n>``, a warning is logged, and the
 summary starts empty (the transcript is the source of truth).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from memctx.config import PlannerConfig
+from memctx.fs import atomic_write
 from memctx.messages import (
     InfoCache,
     RoleKind,
@@ -301,22 +300,13 @@ class SessionSummary:
             "items": [dict(zip(_ITEM_KEYS, astuple(i), strict=True)) for i in self._items],
             "seen": list(self._seen),
         }
-        where, tmp = self._path.parent, None
+        text = json.dumps(data, ensure_ascii=False, indent=2)
         try:
-            where.mkdir(parents=True, exist_ok=True)
-            # mkstemp's mode 0600: items are conversation text.
-            fd, tmp = tempfile.mkstemp(prefix=f".{self._path.name}.", suffix=".tmp", dir=where)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False, indent=2)
-                handle.flush()
-                os.fsync(handle.fileno())  # on disk before the name points at it
-            os.replace(tmp, self._path)
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self._path, text.encode("utf-8"))  # 0600: items are conversation text
         except OSError as exc:
             # The summary is a cache of the transcript: losing a save costs a gist, not data.
             logger.warning("session summary: cannot save %s (%s); kept in memory", self._path, exc)
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
     def materialize(self, max_chars: int) -> str:
         """The summary for the prompt: the marker and header line, then the newest items

@@ -13,8 +13,8 @@ without ever losing data:
   ``<file>.bak.2``, … is taken instead, so the first trim's backup (the longest history)
   survives every later trim. Each write goes to a temporary file in the same directory,
   is flushed to disk, then linked (the backup: no clobbering, even by a concurrent trim) or
-  renamed (the transcript: ``os.replace``) into place, so a crash leaves either the old or
-  the new file, never half of one.
+  renamed (the transcript: ``os.replace``) into place (:mod:`memctx.fs`), so a crash leaves
+  either the old or the new file, never half of one.
 - **Lines** are JSONL records: blank lines are dropped and not counted; the kept lines are
   the original bytes, each ending in ``\\n``. A file with at most ``max_lines`` records is
   left alone (no backup).
@@ -30,11 +30,11 @@ from __future__ import annotations
 import io
 import os
 import stat
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memctx.store import fsync_dir
+from memctx.fs import atomic_write, write_new_file
 from memctx.transcripts import open_input_file
 
 from .budget import CompactionError
@@ -92,41 +92,9 @@ def transcript_backup_path(path: str | Path, number: int = 0) -> Path:
     return base.with_name(base.name + suffix)
 
 
-def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> Path:
-    """``data`` in a new temporary file of ``directory``, on disk, with ``mode``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
-def _place_backup(tmp: Path, target: Path) -> Path:
-    """Move ``tmp`` to the first free backup name of ``target``; never overwrite one."""
-    for number in range(_MAX_BACKUPS):
-        candidate = transcript_backup_path(target, number)
-        try:
-            os.link(tmp, candidate)  # fails if the name is taken: no clobbering, even racing
-        except FileExistsError:
-            continue
-        except OSError:
-            # No hard links on this filesystem: the existence check is the best left.
-            if candidate.exists() or candidate.is_symlink():
-                continue
-            os.replace(tmp, candidate)
-            return candidate
-        tmp.unlink()
-        return candidate
-    raise TranscriptTrimError(
-        f"{target}: {_MAX_BACKUPS} backups named {target.name}{TRANSCRIPT_BACKUP_SUFFIX}.N "
-        "already exist; move the old backups away and trim again"
-    )
+def _backup_names(target: Path) -> Iterator[Path]:
+    """Backup names of ``target`` in order: ``.bak``, then ``.bak.1``, ``.bak.2``, ..."""
+    return (transcript_backup_path(target, number) for number in range(_MAX_BACKUPS))
 
 
 def _records(data: bytes) -> list[bytes]:
@@ -169,24 +137,30 @@ def trim_transcript_file(
     mode = stat.S_IMODE(before.st_mode)
     directory = target.parent
     backup: Path | None = None
+
+    def unchanged() -> None:
+        now = os.stat(target)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (
+            before.st_ino,
+            before.st_size,
+            before.st_mtime_ns,
+        ):
+            raise TranscriptTrimError(
+                f"{path}: the transcript changed while it was being trimmed (another "
+                "process is writing it); nothing was trimmed: retry when the session is idle"
+            )
+
     try:
-        backup = _place_backup(_write_temp(directory, target.name, data, mode), target)
-        tmp = _write_temp(directory, target.name, kept, mode)
         try:
-            now = os.stat(target)
-            if (now.st_ino, now.st_size, now.st_mtime_ns) != (
-                before.st_ino,
-                before.st_size,
-                before.st_mtime_ns,
-            ):
-                raise TranscriptTrimError(
-                    f"{path}: the transcript changed while it was being trimmed (another "
-                    "process is writing it); nothing was trimmed: retry when the session is idle"
-                )
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+            backup = write_new_file(_backup_names(target), data, mode=mode)
+        except FileExistsError as exc:
+            raise TranscriptTrimError(
+                f"{target}: {_MAX_BACKUPS} backups named {target.name}"
+                f"{TRANSCRIPT_BACKUP_SUFFIX}.N already exist; move the old backups away and "
+                "trim again"
+            ) from exc
+        # The check runs once the new content is on disk, just before the rename.
+        atomic_write(target, kept, mode=mode, sync_dir=True, before_replace=unchanged)
     except TranscriptTrimError:
         if backup is not None:
             backup.unlink(missing_ok=True)  # the file is unchanged: the backup is redundant
@@ -199,5 +173,4 @@ def trim_transcript_file(
             f"{path}: cannot trim the transcript: {reason}; it was left as it was. Check "
             f"that its directory ({directory}) is writable and has free space"
         ) from exc
-    fsync_dir(directory)
     return TranscriptTrim(target, backup, len(records), max_lines, len(data), len(kept))

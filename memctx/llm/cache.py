@@ -21,17 +21,16 @@ redacted copy would make a cache hit return different text than the miss did.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from memctx.fs import atomic_write
 from memctx.text import redact
 
 __all__ = [
@@ -193,25 +192,15 @@ class ResponseCache:
             _log.info("memctx LLM cache: not caching a response that contains a secret")
             return False
         record = {"v": CACHE_FORMAT_VERSION, "key": key, **asdict(entry)}
-        data = json.dumps(record, ensure_ascii=False, sort_keys=True)
-        tmp_name: str | None = None
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # Same directory as the target: os.replace is only atomic within one filesystem.
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
             # No fsync: losing an entry in a crash costs one repeated call, not correctness.
-            os.replace(tmp_name, path)
-            tmp_name = None
+            atomic_write(path, data, fsync=False)
             return True
         except OSError as exc:
             _log.warning("memctx LLM cache: cannot write %s (%s); continuing uncached", path, exc)
             return False
-        finally:
-            if tmp_name is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp_name)
 
 
 def _check_key(key: str) -> None:

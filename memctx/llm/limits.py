@@ -34,6 +34,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from memctx.errors import MemctxError
+from memctx.fs import atomic_write
 from memctx.messages import estimate_messages_tokens
 
 from .prices import price_name, prices_for
@@ -334,6 +335,7 @@ class SpendLedger:
 
     def _write(self, state: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(dict(state), sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        # Counters, no conversation text: 0644. No fsync: a machine crash may lose the last
+        # counts, and an unreadable file reads as empty (_read).
+        data = json.dumps(dict(state), sort_keys=True).encode("utf-8")
+        atomic_write(self.path, data, mode=0o644, fsync=False)

@@ -31,7 +31,6 @@ from memctx.transcripts import file_kind
 __all__ = [
     "O_CLOEXEC",
     "StoreFileError",
-    "fsync_dir",
     "open_nonblocking",
     "open_regular",
     "os_error",
@@ -243,21 +242,3 @@ def resolve_store_dir(path: object) -> Path:
             "that does not exist yet: it is created on the first write)"
         )
     return resolved
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or a new file in ``directory`` durable.
-
-    Best effort: not every platform lets a directory be opened (Windows), and there the
-    rename is the best that can be done.
-    """
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -14,13 +14,13 @@ import os
 import stat
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from memctx.errors import StoreError
+from memctx.fs import atomic_write
 from memctx.text import Redactor, tokenize_unique
 
 from .checksum import ChecksumError, canonical_json, seal_record, verify_record
@@ -218,15 +218,10 @@ class KnowledgeLog:
             self._compact_locked()
 
     def _compact_locked(self) -> None:
-        tmp = self._path.with_name(f".{KNOWLEDGE_FILE}.{uuid.uuid4().hex}.tmp")
         try:
-            with open(tmp, "wb") as fh:
-                fh.writelines(_line(f) for f in self._facts.values())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self._path)
+            # 0600 as the appends create it: facts come from the user's conversations.
+            atomic_write(self._path, (_line(f) for f in self._facts.values()))
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise os_error(self._path, exc, "compact") from exc
         self._counters["compactions"] += 1
         self._reset()

@@ -16,7 +16,6 @@ or none; a reader checks the digest, so a damaged file is an error, never a chan
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from memctx.errors import StoreError
+from memctx.fs import atomic_write
 
 __all__ = ["OUTPUT_DIR", "OutputRef", "read_output_ref", "write_output_ref"]
 
@@ -81,17 +81,11 @@ def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: st
         "what": what,
         "content": content,
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as fh:
-            json.dump(record, fh, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        # 0600 like segments.jsonl, which holds the rest of the same conversation.
+        atomic_write(path, json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     except OSError as exc:
-        with contextlib.suppress(OSError):  # no folder to clean, e.g. the store is a file
-            tmp.unlink(missing_ok=True)
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}; free disk space or make the store "
             "directory writable"

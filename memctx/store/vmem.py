@@ -28,8 +28,9 @@ and opening never blocks. Writers refuse non-finite vectors (``ValueError``).
 
 Crash safety:
 
-* :func:`write_vmem` is atomic: a temporary file in the same directory is written, fsynced
-  and moved over the target with ``os.replace``, so a reader sees the old file or the new one.
+* :func:`write_vmem` is atomic (:func:`memctx.fs.atomic_write`): a temporary file in the same
+  directory is written, fsynced and moved over the target with ``os.replace``, so a reader
+  sees the old file or the new one.
 * :func:`append_vmem` writes the new entries first and rewrites the header's count second
   (``fsync``-ing each only when asked to be ``durable``: see the function).
   A crash between the two leaves a file *longer* than its count says; a crash in the middle
@@ -41,12 +42,11 @@ Crash safety:
 
 from __future__ import annotations
 
-import contextlib
 import errno
+import itertools
 import os
 import stat
 import struct
-import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -54,8 +54,9 @@ from pathlib import Path
 import numpy as np
 
 from memctx.errors import VmemError
+from memctx.fs import atomic_write
 
-from .files import O_CLOEXEC, fsync_dir
+from .files import O_CLOEXEC
 from .vmem_format import (
     CHUNK_ENTRIES,
     MAX_NORM,
@@ -153,20 +154,8 @@ def write_vmem(path: Path | str, ids: Sequence[uuid.UUID] | bytes, vectors: np.n
     if len(matrix) > U32_MAX:
         raise ValueError(f"a VMEM file holds at most {U32_MAX} entries")
     header = VMEM_HEADER.pack(VMEM_MAGIC, VMEM_VERSION, matrix.shape[1], len(matrix))
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(header)
-            for chunk in _entry_chunks(raw_ids, matrix):
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    fsync_dir(path.parent)
+    chunks = itertools.chain([header], _entry_chunks(raw_ids, matrix))
+    atomic_write(path, chunks, sync_dir=True)
 
 
 def append_vmem(

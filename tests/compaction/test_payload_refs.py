@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import stat
 import string
 import tempfile
 from pathlib import Path
@@ -512,3 +513,19 @@ def test_a_symlink_planted_under_a_valid_name_is_never_followed(tmp_path: Path) 
     (tmp_path / "store" / name).symlink_to(fifo)
     with pytest.raises(StoreError, match="cannot open"):
         read_output_ref(tmp_path / "store", name)
+
+
+def test_a_kept_payload_is_private_and_a_failed_write_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref = write_output_ref(tmp_path, "e" * 32, "tool output", what="x")
+    path = tmp_path / ref.ref
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # conversation text, as segments.jsonl
+
+    def disk_full(src: Any, dst: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    with pytest.raises(StoreError, match="No space left on device; free disk space"):
+        write_output_ref(tmp_path, "f" * 32, "other output", what="x")
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

@@ -29,6 +29,8 @@ from filelock import FileLock
 from litellm.llms.custom_llm import CustomLLM
 from litellm.types.utils import ModelResponse, Usage
 
+from memctx.fs import atomic_write
+
 MODEL = "scripted/judge"
 PROVIDER = "scripted"
 INPUT_PRICE = 1e-6  # USD per token
@@ -58,9 +60,7 @@ def _update(folder: Path, change: Any) -> dict[str, Any]:
     with FileLock(folder / "state.lock", is_singleton=False):
         state = read_state(folder)
         change(state)
-        tmp = folder / f".state.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, folder / _STATE)
+        atomic_write(folder / _STATE, json.dumps(state).encode("utf-8"), fsync=False)
         return state
 
 

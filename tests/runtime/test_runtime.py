@@ -304,16 +304,16 @@ def test_concurrent_hooks_from_threads_do_not_break(tmp_path: Path) -> None:
 def test_store_compaction_runs_on_the_worker_never_in_the_hook(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memctx.store.raw.compact import CompactingStore
+    from memctx.store import RawStore
 
     threads: list[str] = []
-    original = CompactingStore._compact
+    original = RawStore._compact
 
-    def spy(self: CompactingStore) -> None:
+    def spy(self: RawStore) -> None:
         threads.append(threading.current_thread().name)
         original(self)
 
-    monkeypatch.setattr(CompactingStore, "_compact", spy)
+    monkeypatch.setattr(RawStore, "_compact", spy)
     history = long_session(n=10)
     with engine(tmp_path, config=cfg(max_segments=20)) as mem:
         for i in range(10, 130, 2):  # old messages fall out, get archived, then evicted

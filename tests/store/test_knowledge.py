@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import random
+import stat
 import string
 import subprocess
 import sys
@@ -216,6 +217,9 @@ def test_compaction_keeps_state(tmp_path: Path) -> None:
     assert snapshot(store) == before
     assert snapshot(KnowledgeStore(tmp_path)) == before
     assert store.stats()["dead_lines"] == 0
+    # Private before and after: the facts come from the user's conversations.
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_compaction_runs_when_dead_versions_outnumber_live(tmp_path: Path) -> None:

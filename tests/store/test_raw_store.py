@@ -25,12 +25,12 @@ from memctx.errors import StoreError
 from memctx.retrieval.bm25 import TermCounts
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.retrieval.hybrid import hybrid_search
-from memctx.store.raw import base as store_base_module
-from memctx.store.raw import terms as terms_module
-from memctx.store.raw.counts import TermCounter
+from memctx.store.raw import store as store_module
+from memctx.store.raw import term_cache as terms_module
 from memctx.store.raw.io import child_path, decode_info, decode_record, encode_record
 from memctx.store.raw.records import search_text
 from memctx.store.raw.store import RawStore, Segment
+from memctx.store.raw.term_counter import TermCounter
 from memctx.store.vmem import read_vmem, write_vmem
 from memctx.text.keywords import tokenize
 from memctx.text.tagging import MAX_ENTITIES, entities, topics
@@ -729,7 +729,7 @@ def _counting_tokenize(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_reopen_takes_term_counts_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    monkeypatch.setattr(store_module, "STALE_MIN", 4)
     store = make_store(tmp_path)
     fill(store, 40)
     expected = _scores(store, _QUERIES)
@@ -753,7 +753,7 @@ def test_reopen_takes_term_counts_from_the_cache(
 def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    monkeypatch.setattr(store_module, "STALE_MIN", 4)
     store = make_store(tmp_path)
     fill(store, 20)
     expected = _scores(store, _QUERIES)
@@ -770,7 +770,7 @@ def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(
         assert cache.read_bytes() == good  # rewritten after the load (same store, same bytes)
         again.close()
         monkeypatch.undo()
-        monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+        monkeypatch.setattr(store_module, "STALE_MIN", 4)
     monkeypatch.setattr(terms_module, "TOKENIZER_VERSION", 99)  # another tokenizer wrote it
     calls = _counting_tokenize(monkeypatch)
     make_store(tmp_path).open()
@@ -780,7 +780,7 @@ def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(
 def test_cache_entries_follow_the_content_not_the_segment_id(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_base_module, "STALE_MIN", 4)
+    monkeypatch.setattr(store_module, "STALE_MIN", 4)
     store = make_store(tmp_path)
     fill(store, 12)
     store.close()

@@ -1,4 +1,4 @@
-"""Bulk term counting (:mod:`memctx.store.raw.counts`): exactly ``Counter(tokenize(text))``
+"""Bulk term counting (:mod:`memctx.store.raw.term_counter`): exactly ``Counter(tokenize(text))``
 per text, whatever the text, across batches that share the counter's memory."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctx.retrieval.bm25 import BM25Index, TermCounts
-from memctx.store.raw import counts as counts_module
-from memctx.store.raw.counts import SEPARATORS, TermCounter
+from memctx.store.raw import term_counter as counts_module
+from memctx.store.raw.term_counter import SEPARATORS, TermCounter
 from memctx.text.keywords import tokenize
 
 

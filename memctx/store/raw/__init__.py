@@ -1,8 +1,11 @@
 """The raw store (the seed's WarmStore): every archived message, redacted, in
 ``segments.jsonl`` + ``vectors.bin`` + a BM25 index, safe for several processes at once.
 
-:class:`RawStore` is the whole public surface; the modules beside it are its engine (state,
-file I/O, records, vectors, term counts, the inter-process lock, compaction).
+:class:`RawStore` (one class, in :mod:`.store`) is the whole public surface. The modules
+beside it are helpers that hold none of its state: the record format (``records``), bytes and
+files (``io``), the in-memory indexes (``index``), bulk term counting (``term_counter``), the
+``bm25.cache`` file (``term_cache``), the per-message quota (``quota``), the inter-process lock
+(``lock``) and ``vectors.bin`` (``vectors``).
 """
 
 from __future__ import annotations

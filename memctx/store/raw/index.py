@@ -22,9 +22,9 @@ import numpy as np
 
 from memctx.retrieval import BM25Index, EpisodeIndex, TermCounts, VectorIndex
 
-from .counts import TermCounter
 from .io import SegmentInfo
 from .quota import MessageRun
+from .term_counter import TermCounter
 
 __all__ = ["SegmentIndex", "age_cutoff"]
 
@@ -101,7 +101,7 @@ class SegmentIndex:
 
         ``doc`` is the segment's content, whose terms ``counter`` counts (a new one if not
         given), or its row in ``counts`` (saved term counts of the same content, see
-        :mod:`memctx.store.raw.terms`).
+        :mod:`memctx.store.raw.term_cache`).
         """
         keys = []
         text_of: dict[int, str] = {}

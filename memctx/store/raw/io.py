@@ -1,21 +1,19 @@
-"""File-level pieces of the raw store: streaming, appends, rewrites, and preparing new segments.
+"""File-level pieces of the raw store: streaming, appends, paths, and preparing new segments.
 
-:mod:`memctx.store.raw.store` holds the in-memory state and the locking protocol; this module only
-knows bytes and files, so each piece can be tested and reasoned about on its own. The record
-format and its types are in :mod:`memctx.store.raw.records` (re-exported here).
+:class:`memctx.store.raw.store.RawStore` holds the in-memory state and the locking protocol;
+this module only knows bytes and files, so each piece can be tested and reasoned about on its
+own. The record format and its types are in :mod:`memctx.store.raw.records` (re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import math
 import os
 import sys
-import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -23,7 +21,7 @@ from memctx.errors import StoreError, VmemError
 from memctx.messages import estimate_tokens
 from memctx.text import Redactor, entities, tokenize, topics
 
-from ..files import fsync_dir, problem_and_fix
+from ..files import problem_and_fix
 from .records import (
     ChecksumError,
     Segment,
@@ -57,12 +55,10 @@ __all__ = [
     "encode_record",
     "fd_ident",
     "file_size",
-    "fsync_dir",
     "iter_lines",
     "path_ident",
     "prepare_segment",
     "read_runs",
-    "rewrite_file",
     "rollback",
     "validate_role",
     "validate_session_id",
@@ -128,27 +124,6 @@ def write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
     if written != len(data):
         raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes; disk full?)")
-
-
-def rewrite_file(path: Path, chunks: Iterable[bytes]) -> None:
-    """Replace ``path`` atomically: temp file in the same directory, fsync, ``os.replace``.
-
-    Readers see the old file or the new one, never a mix; a crash leaves the old file and at
-    worst a stray ``.tmp`` file. Raises ``OSError`` (the caller turns it into StoreError).
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
 
 
 def child_path(directory: Path, name: str) -> Path:

@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from memctx.errors import StoreError, VmemError
+from memctx.fs import atomic_write
 
 from ..files import StoreFileError, open_nonblocking, read_regular
 from ..vmem import (
@@ -39,7 +40,7 @@ from ..vmem import (
     vmem_status,
     write_vmem,
 )
-from .io import child_path, file_size, rewrite_file
+from .io import child_path, file_size
 from .records import SEARCH_TEXT_VERSION
 
 __all__ = [
@@ -260,7 +261,8 @@ class VectorFile:
         if not self._meta_ok:
             name, version, dim = self.identity
             record = {"format": "VMEM v1", "embedder": name, "version": version, "dim": dim}
-            rewrite_file(self.meta_path, [json.dumps(record, sort_keys=True).encode() + b"\n"])
+            data = json.dumps(record, sort_keys=True).encode() + b"\n"
+            atomic_write(self.meta_path, data, sync_dir=True)
             self._meta_ok = True
 
     def confirm(self) -> None:

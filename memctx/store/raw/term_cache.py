@@ -1,7 +1,7 @@
 """``bm25.cache``: the segments' BM25 term counts, so that reopening a store skips tokenizing.
 
 Counting terms is most of a reopen without it, even in bulk
-(:mod:`memctx.store.raw.counts`): ~0.8 s of ~1.8 s for 20,000 segments of ~900 characters,
+(:mod:`memctx.store.raw.term_counter`): ~0.8 s of ~1.8 s for 20,000 segments of ~900 characters,
 against ~0.9 s in all with it. The cache maps a segment's dedup digest (``sha256(sessionId + role +
 content)``; the content decides the tokens) to its term counts, and the loader uses an entry
 only for a line whose digest it has just computed. So the file can be stale, partial or left
@@ -22,7 +22,7 @@ Layout (little-endian)::
     pairs    n_pairs x (u32 term index, u32 count), document after document
     check    16-byte blake2b of everything above
 
-The store writes it (temp file + ``os.replace``, mode 0600: tokens are conversation text)
+The store writes it (:func:`memctx.fs.atomic_write`, mode 0600: tokens are conversation text)
 when it closes, after a compaction, and after a load, whenever at least
 :data:`STALE_MIN` segments (and 10% of them) are not in it yet; never on the add path. No
 fsync: losing the file costs one slower reopen, nothing else.
@@ -30,19 +30,17 @@ fsync: losing the file costs one slower reopen, nothing else.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import os
 import struct
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple
 
 import numpy as np
 
 from memctx.errors import StoreError
+from memctx.fs import atomic_write
 from memctx.retrieval import BM25Index, TermCounts
 from memctx.text import TOKENIZER_VERSION
 
@@ -126,42 +124,34 @@ def write_term_cache(
     first = bm25.term_counts(keys[:0])  # the vocabulary and nothing else
     terms = "\n".join(first.terms).encode("utf-8")
     lengths, sizes = bm25.doc_sizes(keys)
-    check = hashlib.blake2b(digest_size=_CHECK)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+    header = _HEADER.pack(
+        _MAGIC,
+        _VERSION,
+        TOKENIZER_VERSION,
+        len(first.terms),
+        len(keys),
+        int(sizes.sum()),
+        len(terms),
+    )
 
-            def put(chunk: bytes) -> None:
-                check.update(chunk)
-                handle.write(chunk)
+    def sections() -> Iterator[bytes]:
+        """The file's sections in order, the checksum of all of them last."""
+        check = hashlib.blake2b(digest_size=_CHECK)
+        table = (lengths.astype("<u4").tobytes(), sizes.astype("<u4").tobytes())
+        for chunk in (header, terms, b"".join(digests), *table):
+            check.update(chunk)
+            yield chunk
+        for i in range(0, len(keys), _CHUNK):
+            counts = bm25.term_counts(keys[i : i + _CHUNK])
+            # Term-id order within each document, whichever order it was indexed in
+            # (one add tokenizes, a reopen counts in bulk): the same store, the same bytes.
+            doc = np.repeat(np.arange(len(counts.sizes)), counts.sizes)
+            order = np.lexsort((counts.term, doc))
+            pairs = np.empty((len(counts.term), 2), dtype="<u4")
+            pairs[:, 0], pairs[:, 1] = counts.term[order], counts.tf[order]
+            chunk = pairs.tobytes()
+            check.update(chunk)
+            yield chunk
+        yield check.digest()
 
-            put(
-                _HEADER.pack(
-                    _MAGIC,
-                    _VERSION,
-                    TOKENIZER_VERSION,
-                    len(first.terms),
-                    len(keys),
-                    int(sizes.sum()),
-                    len(terms),
-                )
-            )
-            put(terms)
-            put(b"".join(digests))
-            put(lengths.astype("<u4").tobytes())
-            put(sizes.astype("<u4").tobytes())
-            for i in range(0, len(keys), _CHUNK):
-                counts = bm25.term_counts(keys[i : i + _CHUNK])
-                # Term-id order within each document, whichever order it was indexed in
-                # (one add tokenizes, a reopen counts in bulk): the same store, the same bytes.
-                doc = np.repeat(np.arange(len(counts.sizes)), counts.sizes)
-                order = np.lexsort((counts.term, doc))
-                pairs = np.empty((len(counts.term), 2), dtype="<u4")
-                pairs[:, 0], pairs[:, 1] = counts.term[order], counts.tf[order]
-                put(pairs.tobytes())
-            handle.write(check.digest())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, sections(), fsync=False)  # a cache: losing it costs one slow reopen
