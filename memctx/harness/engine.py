@@ -243,6 +243,8 @@ class _Replay:
                 has_tool=hits is not None,
                 answer=answer,
                 judged=verdict,
+                question=probe.question,
+                answers=list(probe.answers),
             )
         )
 
@@ -285,7 +287,8 @@ def run_scenario(
             ``"-"`` whatever is given.
         window: Context window in tokens; ``None`` means the scenario's own.
         config_overrides: memctx config overrides (dotted or camelCase keys). Cross-session
-            recall is switched on for multi-session scenarios unless overridden here.
+            recall is switched on for multi-session scenarios unless overridden here; the
+            settings a scenario names in ``meta["settings"]`` apply unless overridden here.
         answer_model: The litellm model the calls are priced with (recorded in ``stats``;
             prices are applied by :func:`memctx.harness.metrics.aggregate`).
         work_dir: A fresh directory for the strategy's stores (created if missing).
@@ -310,7 +313,10 @@ def run_scenario(
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     base = MemoryContextConfig(enabled=True, cross_session=len(scenario.sessions) > 1)
-    config = base.with_overrides(dict(config_overrides or {}))
+    # What the scenario's data needs (``meta["settings"]``: LoCoMo's 2023 dates need a long
+    # retention) comes first, so the run's own overrides win over it.
+    settings = dict(scenario.meta.get("settings") or {})
+    config = base.with_overrides({**settings, **dict(config_overrides or {})})
     counter = MeteredCounter(config.token_counter)
     infos = IdentityInfos()
     clock = _Clock()
