@@ -28,9 +28,9 @@ from .tables import (
 __all__ = ["HEADLINE_NOTE", "SUITE_NOTE", "ReportParts", "gather"]
 
 HEADLINE_NOTE = (
-    "One row per strategy × embedding over every suite. Recall accuracy counts probes whose "
-    "context holds an expected answer; full only over the probes whose context fits its "
-    "window (probes fitted)."
+    "One row per strategy × embedding over every synthetic suite (real-data suites stand "
+    "alone, under Real data). Recall accuracy counts probes whose context holds an expected "
+    "answer; full only over the probes whose context fits its window (probes fitted)."
 )
 SUITE_NOTE = (
     "Each cell: recall accuracy, its 95 % interval in whole points, and n, the probes it is "
