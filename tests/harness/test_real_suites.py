@@ -363,3 +363,27 @@ def test_a_real_data_probe_can_be_explained_from_its_run(run: Path) -> None:
     assert (shown.suite, shown.scenario) == ("locomo", "locomo-tiny-1")
     assert shown.probe.question == row["question"] and list(shown.probe.answers) == row["answers"]
     assert shown.recorded_correct == row["recall_accuracy"] == shown.answer_in_context
+
+
+def test_a_run_of_real_data_alone_pools_nothing_and_says_so(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "real-only"
+    args = ["eval", "--suite", "locomo", "--strategy", "truncate", "--strategy",
+            "memory-context", "--embedding", "hash", "--real-datasets", str(data),
+            "--out", str(out), "--jobs", "1", "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "locomo (real data, not pooled):" in printed
+    assert "No configuration is recommended: the run played real-data suites only" in printed
+    summary = _summary(out)
+    assert summary["pooled"] == [] and {r["suite"] for r in summary["records"]} == {"locomo"}
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "Nothing is pooled: the run played no synthetic suite" in report
+    assert "| locomo | 3 |" in report  # its row in the by-suite table, no pooled row
+    assert "| all" not in report
+    # The same run as its own baseline: the gate reads its records and passes.
+    again = tmp_path / "again"
+    assert main([*args[:-5], "--out", str(again), "--jobs", "1", "--no-progress",
+                 "--no-report", "--baseline", str(out / "summary.json")]) == 0  # fmt: skip
+    assert "gate: PASS over 2 record(s)" in capsys.readouterr().out

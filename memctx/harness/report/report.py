@@ -57,7 +57,8 @@ Baseline = str | Path | Mapping[str, Any]
 def format_terminal_table(
     summary: Mapping[str, Any], probes: Sequence[Mapping[str, Any]] | None = None
 ) -> str:
-    """The table printed after ``memctx eval``: all suites per strategy, the checks and the
+    """The table printed after ``memctx eval``: the synthetic suites pooled per strategy
+    (left out for a run of real data alone), each real-data suite's own, the checks and the
     recommendation in a sentence (``probes``, the results.jsonl rows, make the full-ceiling
     check compare like with like and the comparisons of configurations paired)."""
     checks = "\n".join(f"{c.verdict:<4}  {c.text}" for c in run_checks(summary, probes))
