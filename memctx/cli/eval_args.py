@@ -17,16 +17,10 @@ from typing import Any
 from .options import OptionError, parse_set, positive
 
 __all__ = [
-    "LOCOMO",
-    "REAL_COMPACTIONS",
     "add_eval_arguments",
     "llm_limits",
     "options_from_args",
 ]
-
-# The real-data suites: run by their own commands, not as synthetic scenarios.
-REAL_COMPACTIONS = "claude-code"
-LOCOMO = "locomo"
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +30,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--suite",
         action="append",
-        help="suite to run (repeatable; default: every suite); claude-code: Claude Code's "
-        "own compactions against memctx on hand-written probes; locomo: LoCoMo evidence "
-        "recall through the recall block and memory_search (both from ../shared/datasets)",
+        help="suite to run (repeatable; default: every synthetic suite). Real-data suites, "
+        "run only when named, from --real-datasets: locomo (LoCoMo conversations through "
+        "every strategy, and evidence recall of the recall block and memory_search beside "
+        "the published figures), claude-code (hand-written probes at real Claude Code "
+        "compactions, and Claude Code's own summary against memctx), trajectories "
+        "(SWE-agent / OpenHands / Claude Code trajectories at 16K and 32K windows); their "
+        "records are in summary.json with the others, never pooled into 'all'; a real-data "
+        "suite whose data is absent is skipped with the reason",
     )
     parser.add_argument(
         "--strategy",
@@ -116,6 +115,19 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--datasets",
         help="folder of scenario files SUITE.jsonl(.gz) (default: datasets/v1); any file there "
         "is a suite, so your own scenarios run next to the built-in ones",
+    )
+    parser.add_argument(
+        "--real-datasets",
+        metavar="DIR",
+        help="folder of the external data the real-data suites read (locomo/, claude-code/, "
+        "swe-agent/, ...; default: $MEMCTX_DATASETS, else ../shared/datasets)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="real-data suites: at most N LoCoMo conversations, Claude Code sessions, or "
+        "trajectories per dataset (default: all; 1 with --quick)",
     )
     parser.add_argument(
         "--plugin",
@@ -216,6 +228,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
     embeddings = tuple(args.embedding or (("hash",) if args.quick else DEFAULT_EMBEDDINGS))
     kwargs: dict[str, Any] = {}
     positive("--window", args.window)
+    positive("--limit", args.limit)
     positive("--seed", args.seed, zero=True)
     if args.jobs is not None:
         positive("--jobs", args.jobs)
@@ -224,9 +237,8 @@ def options_from_args(args: argparse.Namespace) -> Any:
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not out.is_dir():
         raise OptionError(f"--out {out} is a file; pass a folder for the run directory")
-    real_data = (REAL_COMPACTIONS, LOCOMO)
     return EvalOptions(
-        suites=tuple(s for s in args.suite or () if s not in real_data),
+        suites=tuple(dict.fromkeys(args.suite or ())),
         strategies=tuple(args.strategy or DEFAULT_STRATEGIES),
         embeddings=tuple(dict.fromkeys(embeddings)),
         windows=tuple(args.window or ()),
@@ -241,6 +253,8 @@ def options_from_args(args: argparse.Namespace) -> Any:
         plugins=tuple(args.plugin or ()),
         executor=args.executor,
         ray_address=args.ray_address,
+        real_datasets=Path(args.real_datasets) if args.real_datasets else None,
+        limit=args.limit,
         **kwargs,
     )
 

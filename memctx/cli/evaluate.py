@@ -12,75 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .eval_args import LOCOMO, REAL_COMPACTIONS, llm_limits, options_from_args
-from .options import OptionError, describe_os_error, fail, shared_datasets_dir
+from .eval_args import llm_limits, options_from_args
+from .options import OptionError, describe_os_error, fail
 
 __all__ = ["eval_command", "finish_eval"]
-
-
-def _locomo_suite(args: argparse.Namespace) -> int:
-    """``--suite locomo``: LoCoMo evidence recall through the recall block and memory_search,
-    from ``--datasets`` (a LoCoMo JSON file, or a folder holding ``locomo/*.json``) or
-    ``../shared/datasets/locomo/``."""
-    from memctx.errors import MemctxError
-    from memctx.harness import DEFAULT_STRATEGIES
-    from memctx.harness.locomo import (
-        format_locomo,
-        format_strategy_rows,
-        run_locomo_strategies,
-        run_locomo_suite,
-    )
-
-    root = Path(args.datasets) if args.datasets else shared_datasets_dir()
-    found = [root] if root.is_file() else sorted((root / "locomo").glob("*.json"))
-    if not found:
-        return fail(
-            f"no LoCoMo file under {root}: pass --datasets FILE.json or a folder holding "
-            "locomo/*.json (../shared/datasets by default, or $MEMCTX_DATASETS)"
-        )
-    embeddings = tuple(dict.fromkeys(args.embedding or ("hash", "transformer")))
-    strategies = args.strategy or DEFAULT_STRATEGIES
-    try:
-        rows = run_locomo_suite(found[0], Path(args.out), embeddings=embeddings)
-        played = run_locomo_strategies(found[0], strategies, embeddings=embeddings)
-    except (MemctxError, ValueError, KeyError) as exc:
-        return fail(f"{found[0]}: {exc}")
-    table = format_strategy_rows(played)
-    with (Path(args.out) / "locomo.md").open("a", encoding="utf-8") as md:
-        md.write(f"\nThrough the strategies, each conversation played as a session:\n\n{table}\n")
-    print(format_locomo(rows))
-    print(f"\n{table}")
-    if not args.no_report:
-        from dataclasses import asdict
-
-        from memctx.harness.report import locomo_chart
-
-        chart = locomo_chart([asdict(r) for r in rows], Path(args.out) / "charts")
-        if chart is not None:
-            print(f"chart: {chart.path}")
-    print(f"\ntables: {Path(args.out) / 'locomo.md'}")
-    return 0
-
-
-def _claude_code_suite(args: argparse.Namespace) -> int:
-    """``--suite claude-code``: Claude Code's own compactions against memctx (hand probes)."""
-    from memctx.errors import MemctxError
-    from memctx.harness import DEFAULT_DATASETS, DEFAULT_STRATEGIES, run_claude_code_suite
-
-    shared = shared_datasets_dir()
-    strategies = [s for s in (args.strategy or DEFAULT_STRATEGIES) if s != "full"]
-    try:
-        table = run_claude_code_suite(
-            shared / "claude-code",
-            DEFAULT_DATASETS.parent / "claude-code",
-            Path(args.out),
-            strategies=strategies,
-        )
-    except (MemctxError, ValueError) as exc:
-        return fail(str(exc))
-    print(table)
-    print(f"\ntables: {Path(args.out) / 'claude_code.md'}")
-    return 0
 
 
 def _validate(args: argparse.Namespace) -> Any:
@@ -114,8 +49,7 @@ def _validate(args: argparse.Namespace) -> Any:
         _check_comparable(args, options)
     if args.resume:
         return options, Path(args.resume)
-    # The folder's name says every suite asked for, the real-data ones included.
-    named = replace(options, suites=tuple(args.suite or ())).label()
+    named = options.label()
     if args.sweep:
         named = f"{named}-sweep-{args.sweep.partition('=')[0]}".removeprefix("default-")
     run_id, out = run_dir_for(replace(options, run_id=new_run_id(named)))
@@ -143,10 +77,8 @@ def _check_comparable(args: argparse.Namespace, options: Any) -> None:
     )
 
     baseline = read_summary(Path(args.baseline), what="baseline")
-    real_data = [s for s in args.suite or () if s in (REAL_COMPACTIONS, LOCOMO)]
-    synthetic_only = not args.suite or len(real_data) < len(args.suite)
-    scenarios = load_suite_scenarios(options) if synthetic_only else {}
-    planned = planned_summary(options, scenarios, real_data)
+    # Real-data suites too: their scenarios are checksummed like the synthetic ones.
+    planned = planned_summary(options, load_suite_scenarios(options))
     costs = gates_cost(parse_fail_on(args.fail_on or DEFAULT_FAIL_ON))
     setup = run_differences(baseline, planned, costs=costs)
     if not setup.comparable:
@@ -155,7 +87,7 @@ def _check_comparable(args: argparse.Namespace, options: Any) -> None:
 
 _RUN_SHAPING = (
     "suite", "strategy", "embedding", "window", "quick", "set", "config", "llm", "out",
-    "datasets", "plugin",
+    "datasets", "plugin", "real_datasets", "limit",
 )  # fmt: skip
 
 
@@ -201,24 +133,6 @@ def eval_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(describe_os_error(exc))
     args.out = str(out)
-    # A run folder shows what this command ran: real-data tables of an earlier run go
-    # (not when resuming: they are this run's own).
-    if out.is_dir() and not args.resume:
-        written = {
-            LOCOMO: ("locomo.md", "locomo.json", "charts/locomo_recall.png"),
-            REAL_COMPACTIONS: ("claude_code.md", "claude_code.json"),
-        }
-        for name, files in written.items():
-            if not (args.suite and name in args.suite):
-                for leftover in files:
-                    (out / leftover).unlink(missing_ok=True)
-    for name, run in ((REAL_COMPACTIONS, _claude_code_suite), (LOCOMO, _locomo_suite)):
-        if args.suite and name in args.suite:
-            out.mkdir(parents=True, exist_ok=True)
-            status = run(args)
-            args.suite = [s for s in args.suite if s != name]
-            if status or not args.suite:
-                return status
     if args.sweep:
         return _sweep(args, options)
     try:
@@ -285,12 +199,17 @@ def finish_eval(
     from memctx.harness.report import format_terminal_table, load_probes, run_checks, write_report
 
     summary = upgrade_summary(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
+    real = summary.get("real_data") or {}
+    for suite, reason in (real.get("skipped") or {}).items():
+        print(f"memctx: suite {suite} skipped: {reason}", file=sys.stderr)
     if not no_report:
         write_report(
             run_dir, baseline=baseline, allow_different_scenarios=allow_different_scenarios
         )
     probes = load_probes(run_dir)
     print(format_terminal_table(summary, probes))
+    for name in real.get("sections") or ():
+        print(f"real-data table: {run_dir / name}")
     spent = summary["timing"].get("strategy_s", {})
     if spent:
         parts = ", ".join(f"{key} {seconds:.0f} s" for key, seconds in spent.items())
@@ -313,7 +232,8 @@ def finish_eval(
             status = 1
         else:
             print(budget_line(budget))
-    violations = sum(r.get("violations", 0) for r in summary["pooled"])
+    # Per suite: the real-data suites are in no pooled record.
+    violations = sum(r.get("violations") or 0 for r in summary["records"])
     if violations:
         print(f"FAIL: {violations} invariant violation(s); see report.md", file=sys.stderr)
         status = 1

@@ -114,40 +114,48 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_trajectories(args: argparse.Namespace) -> int:
+    """``memctx eval --suite trajectories`` under its own name: the trajectories through
+    every strategy (``full`` always among them: it is what ``saved`` is measured against),
+    hash embeddings, written as a run folder whose summary, report and gate see them."""
     from memctx.harness import (
         DEFAULT_STRATEGIES,
-        TRAJECTORY_WINDOWS,
-        format_trajectory_table,
-        replay_trajectories,
+        EvalError,
+        EvalOptions,
+        run_eval,
     )
     from memctx.strategies import parse_strategy
 
+    from .evaluate import finish_eval
+
     root = shared_datasets_dir(args.datasets)
     existing_dir("--datasets", root)
-    windows = args.window or list(TRAJECTORY_WINDOWS)
-    positive("--window", windows)
+    positive("--window", args.window)
     positive("--limit", args.limit)
-    strategies = args.strategy or list(DEFAULT_STRATEGIES)
+    strategies = list(dict.fromkeys(["full", *(args.strategy or DEFAULT_STRATEGIES)]))
     for strategy in strategies:  # every name checked before the first replay
         try:
             parse_strategy(strategy)
         except ValueError as exc:
             raise OptionError(f"--strategy: {exc}") from None
-    rows = replay_trajectories(root, strategies, windows, limit=args.limit)
-    if not rows:
-        return fail(f"no trajectories under {root} (swe-agent/, openhands-swe-gym/, ...)")
-    table = format_trajectory_table(rows)
-    print(table)
-    if args.out:  # beside a run's other tables: its report shows them under "Real data"
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "trajectories.md").write_text(
-            "# Real agent trajectories at small windows\n\n" + table + "\n", encoding="utf-8"
-        )
-    bad = sum(r.violations for r in rows)
-    if bad:
-        print(f"FAIL  {bad} invariant violation(s)", file=sys.stderr)
-    return 1 if bad else 0
+    options = EvalOptions(
+        suites=("trajectories",),
+        strategies=tuple(strategies),
+        embeddings=("hash",),
+        windows=tuple(args.window or ()),
+        real_datasets=root,
+        limit=args.limit,
+        out_dir=Path(args.out) if args.out else None,
+        progress=not args.no_progress,
+    )
+    try:
+        run_dir = run_eval(options)
+    except (EvalError, MemctxError, ValueError) as exc:
+        return fail(str(exc))
+    status = finish_eval(run_dir, no_report=args.no_report)
+    table = run_dir / "trajectories.md"
+    if table.is_file():
+        print("\n" + table.read_text(encoding="utf-8").strip())
+    return status
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -253,17 +261,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     trajectories = sub.add_parser(
         "trajectories",
-        help="real SWE-agent / OpenHands trajectories through every strategy at small windows",
+        help="real SWE-agent / OpenHands / Claude Code trajectories through every strategy at "
+        "small windows (memctx eval --suite trajectories, hash embeddings): a run folder",
     )
-    trajectories.add_argument("--datasets", help="datasets folder (default ../shared/datasets)")
+    trajectories.add_argument(
+        "--datasets", help="datasets folder (default $MEMCTX_DATASETS, else ../shared/datasets)"
+    )
     trajectories.add_argument(
         "--window", type=int, action="append", help="tokens (repeatable; default 16000, 32000)"
     )
-    trajectories.add_argument("--strategy", action="append", help="repeatable; default: all")
+    trajectories.add_argument(
+        "--strategy", action="append", help="repeatable; default: all (full is always played)"
+    )
     trajectories.add_argument("--limit", type=int, help="at most N trajectories per dataset")
     trajectories.add_argument(
-        "--out", help="also write trajectories.md there (a run folder: its report shows it)"
+        "--out",
+        help="run directory to write (default: a new reports/runs/<time>-<config>/, and "
+        "reports/latest points at it)",
     )
+    trajectories.add_argument("--no-progress", action="store_true", help="no per-job lines")
+    trajectories.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
     trajectories.set_defaults(func=_cmd_trajectories)
 
     from .eval_args import add_eval_arguments

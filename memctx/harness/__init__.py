@@ -18,10 +18,11 @@ from .claude_code import (
     ComparisonRow,
     HandProbe,
     ProbesError,
+    claude_code_scenarios,
     compare_compactions,
     format_comparison,
     load_hand_probes,
-    run_claude_code_suite,
+    write_claude_code_section,
 )
 from .compactions import CompactionPoint, RecordedCompaction, recorded_compactions
 from .comparability import (
@@ -75,6 +76,7 @@ from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .outcomes import Outcomes, paired_change, probe_rows_of, same_scenarios
 from .pooling import pool_records
 from .ray_executor import RAY_INSTALL, RayExecutor, RayUnavailable, require_ray
+from .real_suites import RealDataMissing, real_suite_scenarios, shared_datasets_dir
 from .replay import ReplayReport, format_replay, replay_transcript
 from .run import (
     DEFAULT_DATASETS,
@@ -83,6 +85,7 @@ from .run import (
     EvalError,
     EvalOptions,
     load_suite_scenarios,
+    real_limit,
     run_dir_for,
     run_eval,
     validate_options,
@@ -92,6 +95,7 @@ from .scenario import Probe, Scenario, ScenarioError, Session, dump_scenarios, l
 from .schema import (
     ALL_SUITES,
     NO_EMBEDDING,
+    REAL_DATA_SUITES,
     SUMMARY_SCHEMA,
     CallRow,
     ProbeRow,
@@ -105,7 +109,8 @@ from .trajectories import (
     TrajectoryRow,
     find_trajectories,
     format_trajectory_table,
-    replay_trajectories,
+    trajectory_rows,
+    trajectory_scenarios,
 )
 
 __all__ = [
@@ -211,11 +216,9 @@ __all__ = [
     "read_plan",
     "read_summary",
     "recorded_compactions",
-    "replay_trajectories",
     "replay_transcript",
     "report_until_failure",
     "require_ray",
-    "run_claude_code_suite",
     "run_dir_for",
     "run_eval",
     "run_limits",

@@ -5,8 +5,18 @@ its ``compact_boundary`` was replaced by Claude Code's own summary (the ``isComp
 message). ``datasets/claude-code/<session>.probes.json`` holds probes written by hand from
 reading the history before the boundary (files edited, commands and results, errors and
 fixes, decisions, config values, task state, the user's instructions), each answer a short
-string found verbatim in its evidence records. At the boundary, each probe's question is
-asked of:
+string found verbatim in its evidence records.
+
+**The ``claude-code`` suite of ``memctx eval``.** :func:`claude_code_scenarios` makes each
+session a scenario: the history before the boundary as one session, every probe asked at its
+end, at Claude Code's window (200,000 tokens in the provider's count, converted with the
+session's reported usage). Every strategy plays it through the replay engine, and its probe
+rows and records are the synthetic suites' (``recall_accuracy``: an answer in the context the
+model would receive). Each probe is tagged ``in-summary`` or ``dropped-by-summary``: whether
+Claude Code's own summary kept its answer.
+
+**Claude Code's own summary against memctx** (:func:`compare_compactions`, the suite's extra
+table, ``claude_code.md``): at the boundary, each question is also asked of
 
 - ``claude-code summary``: what Claude Code kept (the boundary's messages up to and
   including its summary);
@@ -14,9 +24,8 @@ asked of:
   compacted history (the product's path: ``on_before_compact`` then ``on_context``);
 - ``memctx recall at the summary's tokens``: memctx alone, its recall cap set to the
   summary's own tokens: the same budget, a different choice of what to keep;
-- each strategy's own compaction at the same window (200,000 tokens in the provider's
-  count, converted with the session's reported usage): the history replayed through it and
-  the question asked at the boundary.
+
+and the table puts the strategies' rows of the run (:func:`strategy_rows`) beside them.
 
 A probe is kept when one of its answers is in the context (the question itself left out),
 case-insensitively, as the harness judges every probe.
@@ -40,22 +49,32 @@ from memctx.transcripts import Transcript, load_transcript
 
 from .adapters import transcript_scenario
 from .answers import normalise_answer
-from .engine import run_scenario
 from .replay import transcript_fit
-from .scenario import Probe, Session
+from .scenario import Probe, Scenario, Session
+from .schema import NO_EMBEDDING, ProbeRow
 
 __all__ = [
     "CLAUDE_CODE_CONFIGS",
+    "CLAUDE_CODE_SUITE",
+    "CLAUDE_CODE_WINDOW",
+    "HAND_PROBES",
     "PROBES_FORMAT",
     "ComparisonRow",
     "HandProbe",
     "ProbesError",
+    "claude_code_scenario",
+    "claude_code_scenarios",
     "compare_compactions",
     "format_comparison",
     "load_hand_probes",
-    "run_claude_code_suite",
+    "strategy_rows",
+    "write_claude_code_section",
 ]
 
+CLAUDE_CODE_SUITE = "claude-code"
+CLAUDE_CODE_WINDOW = 200_000  # Claude Code's window, in the provider's tokens
+# The hand-written probes, one file per session (the sessions themselves are external data).
+HAND_PROBES = Path(__file__).resolve().parents[2] / "datasets" / "claude-code"
 PROBES_FORMAT = "memctx-probes/1"
 SUMMARY = "claude-code summary"
 SUMMARY_RECALL = "summary + memctx recall"
@@ -96,10 +115,11 @@ class ComparisonRow:
     Attributes:
         session: The session id.
         config: ``claude-code summary``, ``summary + memctx recall``, ``memctx recall at the
-            summary's tokens`` or a strategy name.
+            summary's tokens``, or a strategy (``memory-context × hash``).
         kept: Probe ids whose answer is in the context.
         probes: Probes asked.
-        tokens: Mean context tokens at the boundary (the question left out).
+        tokens: Mean context tokens at the boundary (the question left out; a strategy's:
+            the probe call's context as the run measured it, the question in).
     """
 
     session: str
@@ -140,24 +160,17 @@ def load_hand_probes(path: Path) -> tuple[str, list[HandProbe]]:
 
 
 def compare_compactions(
-    transcript_path: Path,
-    probes_path: Path,
-    *,
-    strategies: Sequence[str] = (),
-    window: int = 200_000,
+    transcript_path: Path, probes_path: Path, *, window: int = CLAUDE_CODE_WINDOW
 ) -> list[ComparisonRow]:
-    """Every configuration (module docstring) on one session; hash embeddings.
+    """Claude Code's summary and memctx's two paths (module docstring) on one session, hash
+    embeddings; the strategies' rows come from the run (:func:`strategy_rows`).
 
     Raises:
         ProbesError: The probes file is unusable, or the session records no compaction.
     """
     session, probes = load_hand_probes(probes_path)
     transcript = load_transcript(transcript_path)
-    boundary, summary_at = transcript.compaction_boundary, transcript.compact_summary
-    if boundary is None or summary_at is None:
-        raise ProbesError(f"{transcript_path} records no compaction to compare with")
-    history = transcript.messages[:boundary]
-    kept_by_claude = transcript.messages[boundary : summary_at + 1]
+    history, kept_by_claude = _split(transcript, transcript_path)
     counter = TokenCounter()
     summary_tokens = sum(counter.count_message(m) for m in kept_by_claude)
     rows = [_judge(session, SUMMARY, probes, lambda q: kept_by_claude, counter)]
@@ -184,12 +197,15 @@ def compare_compactions(
                     return [m for m in engine.on_context([*base, asked]) if m is not asked]
 
                 rows.append(_judge(session, config, probes, context, counter))
-        # The window in memctx's count, from the session's reported usage, as replays read it.
-        fit = transcript_fit(transcript)
-        budget = fit.to_counted(window) if fit is not None else window
-        for strategy in strategies:
-            rows.append(_strategy_row(session, transcript, history, probes, strategy, budget, tmp))
     return rows
+
+
+def _split(transcript: Transcript, path: Path) -> tuple[list[Any], list[Any]]:
+    """The history before the boundary, and what Claude Code kept (up to its summary)."""
+    boundary, summary_at = transcript.compaction_boundary, transcript.compact_summary
+    if boundary is None or summary_at is None:
+        raise ProbesError(f"{path} records no compaction to compare with")
+    return transcript.messages[:boundary], transcript.messages[boundary : summary_at + 1]
 
 
 def _judge(
@@ -210,39 +226,96 @@ def _judge(
     return ComparisonRow(session, config, tuple(kept), len(probes), round(mean, 1))
 
 
-def _strategy_row(
-    session: str,
-    transcript: Transcript,
-    history: list[Any],
-    probes: Sequence[HandProbe],
-    strategy: str,
-    window: int,
-    work: str,
-) -> ComparisonRow:
-    base = transcript_scenario(transcript, window=window)
-    scenario = dataclasses.replace(
+def claude_code_scenario(
+    transcript_path: Path, probes_path: Path, *, window: int = CLAUDE_CODE_WINDOW
+) -> Scenario:
+    """One session as a scenario of the ``claude-code`` suite: the history before its
+    boundary, every hand probe asked at its end, at ``window`` provider tokens converted to
+    the harness's count with the session's reported usage (as replays read it).
+
+    Raises:
+        ProbesError: The probes file is unusable, or the session records no compaction.
+    """
+    session, probes = load_hand_probes(probes_path)
+    transcript = load_transcript(transcript_path)
+    history, _ = _split(transcript, transcript_path)
+    fit = transcript_fit(transcript)
+    budget = fit.to_counted(window) if fit is not None else window
+    base = transcript_scenario(transcript, window=budget)
+    return dataclasses.replace(
         base,
-        sessions=(Session(id="replay", messages=tuple(history)),),
+        id=f"claude-code-{session}",
+        suite=CLAUDE_CODE_SUITE,
+        sessions=(Session(id=session, messages=tuple(history)),),
         probes=tuple(
             Probe(
                 id=p.id,
-                session_id="replay",
+                session_id=session,
                 at=len(history),
                 question=p.question,
                 answers=p.answers,
                 evidence_text=p.answers,
                 stale=(),
                 kind=_KINDS.get(p.kind, "decision"),
-                tags=("claude-code",),
+                tags=(CLAUDE_CODE_SUITE, "in-summary" if p.in_summary else "dropped-by-summary"),
             )
             for p in probes
         ),
+        meta={**base.meta, "session": session, "provider_window": window},
     )
-    result = run_scenario(scenario, strategy, "hash", work_dir=Path(work) / strategy)
-    kept = tuple(row.probe for row in result.probes if row.recall_accuracy)
-    sent = [row.sent_tokens for row in result.probes]
-    mean = sum(sent) / len(sent) if sent else 0.0
-    return ComparisonRow(session, strategy, kept, len(probes), round(mean, 1))
+
+
+def _pairs(sessions_dir: Path, probes_dir: Path) -> list[tuple[Path, Path]]:
+    """(transcript, probes file) of every session of ``sessions_dir`` with probes."""
+    pairs = [
+        (sessions_dir / f"{path.name.removesuffix('.probes.json')}.jsonl", path)
+        for path in sorted(probes_dir.glob("*.probes.json"))
+    ]
+    return [(t, p) for t, p in pairs if t.exists()]
+
+
+def claude_code_scenarios(
+    sessions_dir: Path,
+    probes_dir: Path,
+    *,
+    window: int = CLAUDE_CODE_WINDOW,
+    limit: int | None = None,
+) -> list[Scenario]:
+    """Every session of ``sessions_dir`` that has a probes file in ``probes_dir``, as a
+    scenario (the first ``limit`` only when given).
+
+    Raises:
+        ProbesError: No session has probes, or a probes file is unusable.
+    """
+    pairs = _pairs(sessions_dir, probes_dir)
+    if not pairs:
+        raise ProbesError(
+            f"no Claude Code session in {sessions_dir} has probes in {probes_dir}; set "
+            "MEMCTX_DATASETS to the folder holding claude-code/"
+        )
+    return [claude_code_scenario(t, p, window=window) for t, p in pairs[:limit]]
+
+
+def strategy_rows(played: Sequence[tuple[Scenario, Sequence[ProbeRow]]]) -> list[ComparisonRow]:
+    """The run's rows for :func:`format_comparison`: per session and strategy × embedding,
+    the probes whose answer its context held and its mean context tokens at the boundary.
+
+    Args:
+        played: ``(scenario, probe rows)`` of each ``claude-code`` job of the run.
+    """
+    rows = []
+    for scenario, probes in played:
+        if not probes:
+            continue
+        first = probes[0]
+        label = first.strategy
+        if first.embedding != NO_EMBEDDING:
+            label += f" × {first.embedding}"
+        kept = tuple(row.probe for row in probes if row.recall_accuracy)
+        mean = sum(row.sent_tokens for row in probes) / len(probes)
+        session = str(scenario.meta.get("session", scenario.id))
+        rows.append(ComparisonRow(session, label, kept, len(probes), round(mean, 1)))
+    return rows
 
 
 def format_comparison(rows: Sequence[ComparisonRow], probes: dict[str, list[HandProbe]]) -> str:
@@ -265,16 +338,18 @@ def format_comparison(rows: Sequence[ComparisonRow], probes: dict[str, list[Hand
     return "\n".join(lines)
 
 
-def run_claude_code_suite(
+def write_claude_code_section(
+    out_dir: Path,
     sessions_dir: Path,
     probes_dir: Path,
-    out_dir: Path,
+    played: Sequence[tuple[Scenario, Sequence[ProbeRow]]],
     *,
-    strategies: Sequence[str] = (),
-    window: int = 200_000,
+    window: int = CLAUDE_CODE_WINDOW,
+    limit: int | None = None,
 ) -> str:
-    """Every session of ``sessions_dir`` that has a probes file in ``probes_dir``:
-    the comparison written to ``out_dir/claude_code.md`` and ``claude_code.json``.
+    """The suite's extra table: Claude Code's summary and memctx's paths
+    (:func:`compare_compactions`) on every session the run played, then the run's strategies
+    (:func:`strategy_rows`), written to ``out_dir/claude_code.md`` and ``claude_code.json``.
 
     Returns:
         The Markdown table.
@@ -282,30 +357,23 @@ def run_claude_code_suite(
     Raises:
         ProbesError: No session has probes, or a probes file is unusable.
     """
-    pairs = [
-        (sessions_dir / f"{path.name.removesuffix('.probes.json')}.jsonl", path)
-        for path in sorted(probes_dir.glob("*.probes.json"))
-    ]
-    pairs = [(t, p) for t, p in pairs if t.exists()]
-    if not pairs:
-        raise ProbesError(
-            f"no Claude Code session in {sessions_dir} has probes in {probes_dir}; set "
-            "MEMCTX_DATASETS to the folder holding claude-code/"
-        )
+    pairs = _pairs(sessions_dir, probes_dir)[:limit]
+    mine = strategy_rows(played)
     rows: list[ComparisonRow] = []
     probes: dict[str, list[HandProbe]] = {}
     for transcript, probe_file in pairs:
         session, hand = load_hand_probes(probe_file)
         probes[session] = hand
-        rows += compare_compactions(transcript, probe_file, strategies=strategies, window=window)
+        rows += compare_compactions(transcript, probe_file, window=window)
+        rows += [r for r in mine if r.session == session]
     table = format_comparison(rows, probes)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "claude_code.md").write_text(
         "# Real compactions: Claude Code's summary against memctx\n\n"
         f"Probes written by hand before each session's compact_boundary; window {window:,} "
-        "provider tokens; hash embeddings; summaries by the offline model are extractive.\n\n"
-        + table
-        + "\n",
+        "provider tokens; Claude Code's summary and memctx's recall paths with hash "
+        "embeddings, the strategies as the run played them (their records are the "
+        "claude-code suite's); summaries by the offline model are extractive.\n\n" + table + "\n",
         encoding="utf-8",
     )
     (out_dir / "claude_code.json").write_text(

@@ -36,7 +36,7 @@ from typing import Any
 from .comparability import Comparability
 from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .outcomes import Outcomes, paired_change, same_scenarios
-from .pooling import pool_records, to_number
+from .pooling import pool_records, pooled_suite, to_number
 from .schema import ALL_SUITES, HIGHER_IS_BETTER, upgrade_summary
 
 __all__ = [
@@ -190,6 +190,8 @@ def _suites_by_pair(summary: Mapping[str, Any]) -> dict[tuple[str, str], list[st
     out: dict[tuple[str, str], list[str]] = {}
     for record in summary.get("records", []):
         suite, strategy, embedding = record_key(record)
+        if not pooled_suite(suite):  # a real-data suite: never in a pooled row
+            continue
         suites = out.setdefault((strategy, embedding), [])
         if suite not in suites:
             suites.append(suite)

@@ -253,6 +253,8 @@ class _Replay:
                 has_tool=hits is not None,
                 answer=answer,
                 judged=verdict,
+                question=probe.question,
+                answers=list(probe.answers),
             )
         )
 
@@ -296,7 +298,9 @@ def run_scenario(
             that never search report ``"-"`` whatever is given.
         window: Context window in tokens; ``None`` means the scenario's own.
         config: memctx settings (``None``: the defaults). Cross-session recall is switched
-            on for multi-session scenarios unless the config sets ``crossSession``.
+            on for multi-session scenarios unless the config sets ``crossSession``; the
+            settings a scenario names in ``meta["settings"]`` apply unless the config sets
+            them.
         answer_model: The litellm model the calls are priced with (recorded in ``stats``;
             prices are applied by :func:`memctx.harness.metrics.aggregate`).
         work_dir: A fresh directory for the strategy's stores (created if missing).
@@ -381,10 +385,13 @@ def job_config(
 ) -> MemoryContextConfig:
     """The config one replay runs with: ``config`` (the defaults when ``None``), the job's
     embedder as ``embeddingModel`` (``"-"``: a strategy that never embeds keeps the config's),
-    and cross-session recall on for a scenario of several sessions unless ``config`` says."""
+    cross-session recall on for a scenario of several sessions, and what the scenario's data
+    needs (``meta["settings"]``: LoCoMo's 2023 dates need a long retention), each unless
+    ``config`` sets it."""
     config = config if config is not None else MemoryContextConfig()
     explicit = config.explicit_settings()
-    settings: dict[str, object] = {}
+    needed = MemoryContextConfig().with_overrides(dict(scenario.meta.get("settings") or {}))
+    settings = {k: v for k, v in needed.explicit_settings().items() if k not in explicit}
     if "enabled" not in explicit:
         settings["enabled"] = True  # a replay is the opt-in
     if "crossSession" not in explicit:

@@ -119,11 +119,14 @@ def _scenario(summary: Mapping[str, Any], suite: str, scenario_id: str) -> Scena
     config = summary.get("config") or {}
     datasets = str((summary.get("provenance") or {}).get("datasets", ""))
     quick = bool(config.get("quick"))
+    real = (summary.get("real_data") or {}).get("datasets")  # a real-data suite's folder
     options = EvalOptions(
         suites=(suite,),
         quick=quick,
         seed=int(config.get("seed", 0)),
         datasets_dir=None if quick or datasets in ("", "datasets/v1") else Path(datasets),
+        real_datasets=Path(real) if real else None,
+        limit=config.get("limit"),
     )
     for scenario in load_suite_scenarios(options)[suite]:
         if scenario.id == scenario_id:

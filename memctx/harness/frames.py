@@ -6,6 +6,10 @@
 gives ``summary.json``'s ``recall_accuracy`` per record: unfitted probes hold ``<NA>`` in the
 metric columns, which ``mean()`` skips, and the pooled records (``suite == "all"``) are a
 frame of their own, so summing ``records`` counts every call once.
+
+Every probe row holds its ``question`` and ``answers`` (None in a run written before schema
+3). The real-data suites (``locomo``, ``claude-code``, ``trajectories``) are rows and records
+like any suite's; they are in no pooled record (:mod:`memctx.harness.schema`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from .runs import find_run
-from .schema import upgrade_summary
+from .schema import upgrade_probe_row, upgrade_summary
 
 __all__ = ["RunFrames", "load_run", "probe_frame"]
 
@@ -92,7 +96,7 @@ def load_run(path: str | Path, reports: Path = Path("reports")) -> RunFrames:
     calls = pd.DataFrame(_read_jsonl(folder / "trace.jsonl"))
     calls = calls.astype({k: v for k, v in _CALL_DTYPES.items() if k in calls.columns})
     return RunFrames(
-        probes=probe_frame(_read_jsonl(folder / "results.jsonl")),
+        probes=probe_frame([upgrade_probe_row(r) for r in _read_jsonl(folder / "results.jsonl")]),
         calls=calls,
         records=pd.DataFrame(summary.get("records", [])),
         pooled=pd.DataFrame(summary.get("pooled", [])),

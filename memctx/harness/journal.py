@@ -41,6 +41,8 @@ _KEPT = (
     "seed",
     "answer_model",
     "plugins",
+    "real_datasets",
+    "limit",
 )
 
 
@@ -53,7 +55,8 @@ def write_plan(out: Path, options: Any, run_id: str, scenarios: Mapping[str, Any
     """Write ``run.json``: the run's id, options and the scenarios' checksums."""
     data = asdict(options)
     kept = {key: data[key] for key in _KEPT}
-    kept["datasets_dir"] = None if options.datasets_dir is None else str(options.datasets_dir)
+    for key in ("datasets_dir", "real_datasets"):
+        kept[key] = None if data[key] is None else str(data[key])
     kept["overrides"] = dict(options.overrides)
     plan = {"version": _PLAN_VERSION, "run": run_id, "options": kept, "scenarios": scenarios}
     out.mkdir(parents=True, exist_ok=True)
@@ -84,8 +87,8 @@ def read_plan(out: Path) -> dict[str, Any]:
     options = dict(plan["options"])
     for key in ("suites", "strategies", "embeddings", "windows", "plugins"):
         options[key] = tuple(options[key])
-    if options["datasets_dir"] is not None:
-        options["datasets_dir"] = Path(options["datasets_dir"])
+    for key in ("datasets_dir", "real_datasets"):  # a plan written before one is None
+        options[key] = None if options.get(key) is None else Path(options[key])
     plan["options"] = options
     return plan
 

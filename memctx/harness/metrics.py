@@ -1,7 +1,8 @@
 """Aggregate replayed scenarios into summary records: accuracy with intervals, tokens, cost.
 
 Pure functions over :class:`~memctx.harness.engine.ScenarioResult` values: one record per
-suite × strategy × embedding, then one ``suite == "all"`` (pooled) record per strategy × embedding,
+suite × strategy × embedding, then one ``suite == "all"`` (pooled) record per strategy × embedding
+over the synthetic suites (real-data suites are never pooled: :mod:`memctx.harness.schema`),
 each with ``suite``, ``strategy``, ``embedding`` and exactly the keys of
 :data:`~memctx.harness.schema.RECORD_METRICS`.
 
@@ -31,6 +32,7 @@ import numpy as np
 
 from memctx.llm import Prices, prices_for
 
+from .pooling import pooled_suite
 from .schema import ALL_SUITES, RECORD_METRICS, CallRow, ProbeRow
 
 __all__ = [
@@ -160,7 +162,8 @@ def aggregate(
 
     Returns:
         Records ordered by suite (first seen), strategy and embedding (first seen), then
-        the ``"all"`` records per strategy × embedding.
+        the ``"all"`` records per strategy × embedding (over the synthetic suites; none
+        when every result is of a real-data suite).
 
     Raises:
         ValueError: The answer model has no prices, or the results name several.
@@ -178,5 +181,6 @@ def aggregate(
     pooled: dict[tuple[str, str, str], list[_Result]] = {}
     for suite, strategy, embedding, result in results:
         groups.setdefault((suite, strategy, embedding), []).append(result)
-        pooled.setdefault((ALL_SUITES, strategy, embedding), []).append(result)
+        if pooled_suite(suite):  # real-data suites stand alone (memctx.harness.schema)
+            pooled.setdefault((ALL_SUITES, strategy, embedding), []).append(result)
     return [_record(k, v, prices, seed) for k, v in [*groups.items(), *pooled.items()]]

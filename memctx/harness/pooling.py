@@ -13,6 +13,10 @@ per-suite records over the run's suites, as the run itself would have pooled the
 - ``cached_share`` (cached input tokens / sent input tokens) is weighted by the tokens sent,
   ``calls × tokens_per_call``.
 
+Only synthetic suites are pooled (:func:`pooled_suite`): the real-data suites of
+:data:`memctx.harness.schema.REAL_DATA_SUITES` stand alone, in a run's pooled records and
+here alike (the schema module says why).
+
 Each is exact up to the 4-place rounding of the records. What cannot be rebuilt without the
 probes is left out: the bootstrap intervals (``[]``; a comparison falls back to the Wilson
 interval of the share, :func:`memctx.harness.deltas.share_interval`) and the hook latency
@@ -25,9 +29,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .schema import ALL_SUITES
+from .schema import ALL_SUITES, REAL_DATA_SUITES
 
-__all__ = ["FIT_WEIGHTED", "pool_records", "to_number"]
+__all__ = ["FIT_WEIGHTED", "pool_records", "pooled_suite", "to_number"]
 
 _SUMMED = ("probes", "fit", "llm_tokens", "cost_usd", "calls", "compactions", "trims", "violations")
 FIT_WEIGHTED = ("recall_accuracy", "tool_accuracy", "evidence_recall", "stale_rate")
@@ -39,6 +43,12 @@ def to_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return None if math.isnan(value) else float(value)
+
+
+def pooled_suite(suite: str) -> bool:
+    """Whether ``suite``'s records go into the pooled (``"all"``) records: every suite but
+    the real-data ones (and ``"all"`` itself)."""
+    return suite != ALL_SUITES and suite not in REAL_DATA_SUITES
 
 
 def _weighted(pairs: Iterable[tuple[float | None, float]]) -> float | None:
@@ -62,10 +72,19 @@ def pool_records(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ``pooled_from``: the suites it covers.
 
     Raises:
-        ValueError: No records, or records of several strategies or embeddings.
+        ValueError: No records, records of several strategies or embeddings, or a record of
+            a suite that is not pooled (a real-data suite, or ``"all"``).
     """
     if not records:
         raise ValueError("nothing to pool: pass at least one per-suite record")
+    unpooled = sorted(
+        {str(r.get("suite")) for r in records if not pooled_suite(str(r.get("suite")))}
+    )
+    if unpooled:
+        raise ValueError(
+            f"records of {', '.join(unpooled)} are not pooled (real-data suites stand alone, "
+            "and 'all' is already pooled): pass per-suite records of synthetic suites"
+        )
     pairs = {(str(r.get("strategy")), str(r.get("embedding"))) for r in records}
     if len(pairs) > 1:
         raise ValueError(f"pool one strategy × embedding at a time, not {sorted(pairs)}")

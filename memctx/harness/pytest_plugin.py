@@ -75,7 +75,8 @@ class MemctxRun:
         )
 
     def suites(self) -> list[str]:
-        """The run's suites in record order (without ``"all"``)."""
+        """The run's suites in record order (without ``"all"``; the real-data ones, which
+        are never pooled into it, included)."""
         return list(dict.fromkeys(r["suite"] for r in self.records() if r["suite"] != "all"))
 
     def pairs(self) -> list[tuple[str, str]]:
@@ -84,8 +85,11 @@ class MemctxRun:
 
     @cached_property
     def probes(self) -> list[dict[str, Any]]:
-        """The rows of ``results.jsonl`` (one per probe × strategy × embedding)."""
-        return list(self._jsonl("results.jsonl"))
+        """The rows of ``results.jsonl`` (one per probe × strategy × embedding), each with
+        its ``question`` and ``answers`` (None in a run written before schema 3)."""
+        from .schema import upgrade_probe_row
+
+        return [upgrade_probe_row(row) for row in self._jsonl("results.jsonl")]
 
     def _jsonl(self, name: str) -> Iterator[dict[str, Any]]:
         with (self.path / name).open(encoding="utf-8") as fh:

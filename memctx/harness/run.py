@@ -10,6 +10,10 @@ an explicit ``out_dir`` the run gets a folder of its own under ``reports/runs/``
 Strategies that never search (``full``, ``truncate``, ``observation-masking``, ``planner``, and
 any registered with ``searches=False``) run once per scenario with embedding ``"-"``: their
 numbers cannot depend on the embedder, and running them twice would only double the bill.
+
+The real-data suites (``locomo``, ``claude-code``, ``trajectories``: :mod:`.real_suites`)
+are planned and written with the synthetic ones when named in ``suites``; a real suite whose
+data is absent is skipped, the reason kept in ``summary["real_data"]["skipped"]``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memctx.config import MemoryContextConfig
-from memctx.errors import ConfigError
+from memctx.errors import ConfigError, MemctxError
 from memctx.llm import BudgetExceeded, limits_environment
 from memctx.strategies import parse_strategy, resolve_config, strategy_info, strategy_names
 
@@ -35,9 +39,17 @@ from .journal import JobJournal, read_plan, write_plan
 from .llm_runs import budget_section, clear_limits, llm_timing, run_limits
 from .progress import EtaEstimator, format_progress
 from .provenance import provenance, scenarios_digest
+from .real_suites import (
+    QUICK_REAL_LIMIT,
+    RealDataMissing,
+    clear_real_sections,
+    real_suite_scenarios,
+    shared_datasets_dir,
+    write_real_sections,
+)
 from .runs import RUNS, config_label, new_run_id, point_latest
 from .scenario import Scenario, load_scenarios
-from .schema import ALL_SUITES, NO_EMBEDDING, SUMMARY_SCHEMA
+from .schema import ALL_SUITES, NO_EMBEDDING, REAL_DATA_SUITES, SUMMARY_SCHEMA
 
 __all__ = [
     "DEFAULT_DATASETS",
@@ -49,6 +61,7 @@ __all__ = [
     "dataset_suites",
     "import_plugins",
     "load_suite_scenarios",
+    "real_limit",
     "run_dir_for",
     "run_eval",
     "validate_options",
@@ -79,7 +92,8 @@ class EvalOptions:
     """Everything that shapes one run (recorded in ``summary.json`` as its config).
 
     Attributes:
-        suites: Suite names; empty means every suite of the datasets.
+        suites: Suite names; empty means every suite of the datasets. The real-data suites
+            (``locomo``, ``claude-code``, ``trajectories``) run only when named.
         strategies: Strategy names (:func:`memctx.strategies.strategy_names`), maybe with
             settings (``observation-masking:keepLast=5``).
         embeddings: Embedders for strategies that search.
@@ -114,6 +128,12 @@ class EvalOptions:
             of the config: it does not change the records of the jobs that finished.
         llm_retries: With ``llm``: extra attempts after a rate limit or a transient error.
         llm_backoff_s: With ``llm``: the first backoff delay (doubling, jittered).
+        real_datasets: The external datasets the real-data suites read (``locomo/``,
+            ``claude-code/``, ``swe-agent/``, ...); ``None`` means ``$MEMCTX_DATASETS``, else
+            ``../shared/datasets`` beside the checkout.
+        limit: At most this many scenarios per real-data source (LoCoMo conversations,
+            Claude Code sessions, trajectories per dataset); ``None`` for all
+            (:data:`~memctx.harness.real_suites.QUICK_REAL_LIMIT` with ``quick``).
     """
 
     suites: tuple[str, ...] = ()
@@ -139,12 +159,14 @@ class EvalOptions:
     llm_backoff_s: float = 1.0
     executor: str = "local"
     ray_address: str | None = None
+    real_datasets: Path | None = None
+    limit: int | None = None
 
     def config_json(self) -> dict[str, Any]:
         data = asdict(self)
         for key in (
             "out_dir", "reports_dir", "run_id", "resume", "datasets_dir", "progress", "jobs",
-            "executor", "ray_address",
+            "executor", "ray_address", "real_datasets",
         ):  # fmt: skip
             data.pop(key)
         data["overrides"] = dict(self.overrides)
@@ -182,17 +204,58 @@ def run_dir_for(options: EvalOptions) -> tuple[str, Path]:
     return run_id, Path(out)
 
 
-def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
-    """The scenarios of each selected suite, in suite order.
+def real_limit(options: EvalOptions) -> int | None:
+    """Scenarios per real-data source: ``options.limit``, else a small slice with ``quick``."""
+    if options.limit is not None:
+        return options.limit
+    return QUICK_REAL_LIMIT if options.quick else None
+
+
+def load_suite_scenarios(
+    options: EvalOptions, skipped: dict[str, str] | None = None
+) -> dict[str, list[Scenario]]:
+    """The scenarios of each selected suite, in suite order (real-data suites included).
+
+    Args:
+        options: The run's options.
+        skipped: Where to note a real-data suite whose data is absent (``{suite: reason}``);
+            it is then left out. ``None`` makes that an error.
 
     Raises:
-        EvalError: An unknown suite, or frozen datasets that are missing or do not match
-            their manifest (the message says how to regenerate them).
+        EvalError: An unknown suite, frozen datasets that are missing or do not match their
+            manifest (the message says how to regenerate them), real data that is there but
+            unusable, or absent when ``skipped`` is ``None``.
     """
+    synthetic = _synthetic_scenarios(options)
+    root = shared_datasets_dir(options.real_datasets)
+    out: dict[str, list[Scenario]] = {}
+    for suite in options.suites or tuple(synthetic):
+        if suite not in REAL_DATA_SUITES:
+            out[suite] = synthetic[suite]
+            continue
+        try:
+            out[suite] = real_suite_scenarios(
+                suite, root, windows=options.windows, limit=real_limit(options)
+            )
+        except RealDataMissing as exc:
+            if skipped is None:
+                raise EvalError(f"suite {suite}: {exc}") from None
+            skipped[suite] = str(exc)
+        except (MemctxError, ValueError) as exc:
+            raise EvalError(f"suite {suite}: {exc}") from None
+    return out
+
+
+def _synthetic_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
+    """The synthetic suites among ``options.suites`` (every one of the datasets when none is
+    named), generated with ``quick`` or read from the frozen datasets."""
     from .gen.generate import SUITES, generate_suite, verify_datasets
 
+    named = tuple(s for s in options.suites if s not in REAL_DATA_SUITES)
+    if options.suites and not named:
+        return {}  # real-data suites only: the frozen datasets are not needed
     if options.quick and options.datasets_dir is None:
-        suites = options.suites or SUITES
+        suites = named or SUITES
         unknown = [s for s in suites if s not in SUITES]
         if unknown:
             raise EvalError(f"unknown suite(s) {unknown}; valid: {', '.join(SUITES)}")
@@ -201,7 +264,7 @@ def load_suite_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
     # Every SUITE.jsonl(.gz) in the folder is a suite: the generator's, or the user's own.
     found = dataset_suites(root)
     available = [s for s in SUITES if s in found] + sorted(set(found) - set(SUITES))
-    suites = options.suites or tuple(available) or SUITES
+    suites = named or tuple(available) or SUITES
     unknown = [s for s in suites if s not in found and s not in SUITES]
     if unknown:
         valid = ", ".join(dict.fromkeys([*available, *SUITES]))
@@ -296,7 +359,9 @@ def validate_options(options: EvalOptions) -> dict[str, str]:
             raise EvalError(str(exc)) from None
     if any(w <= 0 for w in options.windows):
         raise EvalError(f"windows must be positive token counts, got {list(options.windows)}")
-    known = set(SUITES)
+    if options.limit is not None and options.limit <= 0:
+        raise EvalError(f"limit must be a positive number of scenarios, got {options.limit}")
+    known = set(SUITES) | set(REAL_DATA_SUITES)
     if not options.quick or options.datasets_dir is not None:
         known |= set(dataset_suites(options.datasets_dir or DEFAULT_DATASETS))
     missing = [s for s in options.suites if s not in known]
@@ -362,10 +427,12 @@ def run_eval(options: EvalOptions) -> Path:
     validate_options(options)
     run_id, out = run_dir_for(options)
     label = options.label()
-    suites = load_suite_scenarios(options)
+    skipped: dict[str, str] = {}
+    suites = load_suite_scenarios(options, skipped)
     jobs = _plan(options, suites)
     if not jobs:
-        raise EvalError("nothing to run: the selected suites hold no scenarios")
+        why = "".join(f"; suite {suite} skipped: {reason}" for suite, reason in skipped.items())
+        raise EvalError(f"nothing to run: the selected suites hold no scenarios{why}")
     digest = scenarios_digest(suites)
     journal = JobJournal(out)
     if options.resume:
@@ -433,6 +500,17 @@ def run_eval(options: EvalOptions) -> Path:
     _write_jsonl(
         out / "trace.jsonl", ({**tag, **c.to_json()} for _, res in ordered for c in res.calls)
     )
+    real = [s for s in suites if s in REAL_DATA_SUITES]
+    if not options.resume:  # a real-data table left in this folder by an earlier run goes
+        clear_real_sections(out, keep=real)
+    root = shared_datasets_dir(options.real_datasets)
+    sections = write_real_sections(
+        out,
+        [(job, result) for job, result in ordered if job.suite in real],
+        root=root,
+        embeddings=options.embeddings,
+        limit=real_limit(options),
+    )
     tagged = [{**tag, **record} for record in records]
     summary: dict[str, Any] = {
         "schema": SUMMARY_SCHEMA,
@@ -450,6 +528,14 @@ def run_eval(options: EvalOptions) -> Path:
             "strategy_s": {key: round(value, 1) for key, value in by_strategy.items()},
         },
     }
+    if real or skipped:
+        summary["real_data"] = {
+            "datasets": str(root),
+            "suites": real,
+            "skipped": skipped,
+            "sections": sections,
+            "pooled": False,  # real-data suites stand alone (memctx.harness.schema)
+        }
     if limits is not None:
         summary["timing"]["llm"] = llm_timing(limits)
         if options.max_cost is not None:

@@ -25,6 +25,17 @@ is a probe's id in both files (``None`` on a call that is not a probe).
 
 Embedding is ``"none"`` for strategies that do not search (``full``, ``truncate``): a word
 rather than a null, because pandas drops null keys from a group-by by default.
+
+Every probe row carries its ``question`` and expected ``answers`` (schema 3), so a row can be
+read, judged again or explained without the scenario files.
+
+**Real-data suites** (:data:`REAL_DATA_SUITES`: ``locomo``, ``claude-code``,
+``trajectories``) write their records, probe rows and call rows into the same files, with the
+same keys, but are never part of the pooled records: ``pooled`` covers the synthetic suites
+only (none when a run played real data alone). Each real suite measures something else at a
+window of its own (a chat's answers at 16K, probes at a real compaction at 200K, tokens on
+probe-less trajectories), and its data comes from outside the repository, so a pooled figure
+that took them in would change with whatever data a machine happens to hold.
 """
 
 from __future__ import annotations
@@ -38,19 +49,24 @@ __all__ = [
     "HIGHER_IS_BETTER",
     "LEGACY_NO_EMBEDDING",
     "NO_EMBEDDING",
+    "REAL_DATA_SUITES",
     "RECORD_METRICS",
     "SUMMARY_SCHEMA",
     "TIMING_KEYS",
     "CallRow",
     "ProbeRow",
     "all_records",
+    "upgrade_probe_row",
     "upgrade_summary",
 ]
 
-SUMMARY_SCHEMA = 2
+# 3: probe rows carry ``question`` and ``answers``; real-data suites' records in the summary.
+SUMMARY_SCHEMA = 3
 NO_EMBEDDING = "none"
 LEGACY_NO_EMBEDDING = "-"  # schema 1's spelling, read by :func:`upgrade_summary`
-ALL_SUITES = "all"  # the suite name of the records pooled over every suite
+ALL_SUITES = "all"  # the suite name of the records pooled over the (synthetic) suites
+# Suites played from external data (../shared/datasets): recorded per suite, never pooled.
+REAL_DATA_SUITES = ("locomo", "claude-code", "trajectories")
 
 # Keys of one summary record besides suite/strategy/embedding, in report order.
 RECORD_METRICS = (
@@ -119,6 +135,8 @@ class ProbeRow:
     has_tool: bool = False  # the strategy offers memory_search
     answer: str | None = None  # the model's answer when run with --llm
     judged: bool | None = None  # the judge's verdict when run with --llm
+    question: str = ""  # the question asked (appended for the probe's call only)
+    answers: list[str] = field(default_factory=list)  # the expected answers (any one is a hit)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,10 +176,15 @@ def all_records(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
-    """``summary`` in the current schema: a schema-1 file (pooled records among the others,
-    ``"-"`` for no embedding) is rewritten in memory, so old baselines still compare."""
-    if summary.get("schema", SUMMARY_SCHEMA) >= SUMMARY_SCHEMA:
+    """``summary`` in the current schema, so old baselines still compare: a schema-1 file
+    (pooled records among the others, ``"-"`` for no embedding) is rewritten in memory; a
+    schema-2 file has the same records (what changed is the probe rows, read by
+    :func:`upgrade_probe_row`, and real-data records, which it never held)."""
+    schema = summary.get("schema", SUMMARY_SCHEMA)
+    if schema >= SUMMARY_SCHEMA:
         return summary
+    if schema >= 2:
+        return {**summary, "schema": SUMMARY_SCHEMA}
     records = []
     for record in summary.get("records", []):
         if isinstance(record, dict) and record.get("embedding") == LEGACY_NO_EMBEDDING:
@@ -171,6 +194,37 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
     out["records"] = [r for r in records if not _pooled(r)]
     out["pooled"] = [r for r in records if _pooled(r)]
     out["schema"] = SUMMARY_SCHEMA
+    return out
+
+
+# Schema 1's probe-row names and their names since schema 2.
+_SCHEMA1_PROBE = {
+    "fit": "fits",
+    "correct": "recall_accuracy",
+    "tool_hit": "tool_accuracy",
+    "evidence": "evidence_recall",
+    "stale": "stale_rate",
+    "context_tokens": "sent_tokens",
+}
+_UNFITTED_NONE = ("recall_accuracy", "tool_accuracy", "evidence_recall", "stale_rate")
+
+
+def upgrade_probe_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``results.jsonl`` row in the current schema, so an old baseline's probes read like a
+    new run's: a schema-1 row (``fit``, ``correct``, ``"-"`` for no embedding, unfitted
+    probes scored False) is renamed in memory, its unfitted metrics made None; a row written
+    before schema 3 has ``question`` and ``answers`` None (not recorded, rather than empty)."""
+    if "question" not in row:
+        row = {**row, "question": None, "answers": None}
+    if "fits" in row or "fit" not in row:
+        return row
+    out = {_SCHEMA1_PROBE.get(key, key): value for key, value in row.items()}
+    if out.get("embedding") == LEGACY_NO_EMBEDDING:
+        out["embedding"] = NO_EMBEDDING
+    if out.get("tool_accuracy") is None:
+        out["tool_accuracy"] = out.get("recall_accuracy")
+    if not out.get("fits"):
+        out.update(dict.fromkeys(_UNFITTED_NONE))
     return out
 
 

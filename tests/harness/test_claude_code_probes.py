@@ -15,7 +15,9 @@ from memctx.harness import (
     compare_compactions,
     format_comparison,
     load_hand_probes,
+    run_scenario,
 )
+from memctx.harness.claude_code import claude_code_scenario, strategy_rows
 
 PROBES = REPO_ROOT / "datasets" / "claude-code"
 PROBE_FILES = sorted(PROBES.glob("*.probes.json"))
@@ -33,6 +35,7 @@ def test_a_probes_file_of_another_shape_is_refused_with_the_fix(tmp_path: Path) 
         load_hand_probes(empty)
 
 
+@pytest.mark.dataset
 def test_there_are_at_least_25_probes_for_each_visible_session() -> None:
     sessions = sorted(
         p.stem for p in dataset_path("claude-code").glob("*.jsonl") if len(p.stem) == 36
@@ -44,6 +47,7 @@ def test_there_are_at_least_25_probes_for_each_visible_session() -> None:
         assert len({p.id for p in probes}) == len(probes)
 
 
+@pytest.mark.dataset
 @pytest.mark.parametrize("path", PROBE_FILES, ids=lambda p: p.name[:8])
 def test_every_answer_is_verbatim_in_an_evidence_record_before_the_boundary(path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -68,13 +72,14 @@ def test_every_answer_is_verbatim_in_an_evidence_record_before_the_boundary(path
         assert probe["in_summary"] == held, probe["id"]
 
 
-def test_the_comparison_judges_each_configuration_on_the_same_probes() -> None:
+@pytest.mark.dataset
+def test_the_comparison_judges_each_configuration_on_the_same_probes(tmp_path: Path) -> None:
     path = PROBE_FILES[0] if PROBE_FILES else pytest.skip("no probes written yet")
     session, probes = load_hand_probes(path)
     transcript = dataset_path("claude-code", f"{session}.jsonl")
-    rows = compare_compactions(transcript, path, strategies=("truncate",))
+    rows = compare_compactions(transcript, path)
     by = {r.config: r for r in rows}
-    assert list(by) == [*CLAUDE_CODE_CONFIGS, "truncate"]
+    assert list(by) == list(CLAUDE_CODE_CONFIGS)
     assert all(r.probes == len(probes) for r in rows)
     held = {p.id for p in probes if p.in_summary}
     summary = by["claude-code summary"]
@@ -84,29 +89,50 @@ def test_the_comparison_judges_each_configuration_on_the_same_probes() -> None:
     assert set(summary.kept) <= set(by["summary + memctx recall"].kept)
     assert by["summary + memctx recall"].tokens > summary.tokens
     assert by["memctx recall at the summary's tokens"].tokens <= summary.tokens * 1.05
+    # The session as a scenario of the suite: every probe at the boundary, tagged with
+    # whether Claude Code's summary kept its answer, played like any scenario.
+    scenario = claude_code_scenario(transcript, path)
+    assert scenario.suite == "claude-code" and len(scenario.probes) == len(probes)
+    history = len(scenario.sessions[0].messages)
+    assert all(p.at == history for p in scenario.probes)
+    tags = {p.id: p.tags for p in scenario.probes}
+    assert all(("in-summary" in tags[p.id]) == p.in_summary for p in probes)
+    result = run_scenario(scenario, "truncate", "hash", work_dir=tmp_path / "truncate")
+    assert [r.question for r in result.probes] == [p.question for p in probes]
     # At Claude Code's window the history still fits truncate: every answer is there.
-    assert len(by["truncate"].kept) >= 0.9 * len(probes)
-    table = format_comparison(rows, {session: probes})
+    (mine,) = strategy_rows([(scenario, result.probes)])
+    assert mine.config == "truncate" and len(mine.kept) >= 0.9 * len(probes)
+    table = format_comparison([*rows, mine], {session: probes})
     assert f"| {session[:8]} | claude-code summary | {len(summary.kept)} / {len(probes)} |" in table
+    assert f"| {session[:8]} | truncate | {len(mine.kept)} / {len(probes)} |" in table
 
 
-def test_eval_suite_claude_code_writes_the_tables(
+@pytest.mark.dataset
+def test_eval_suite_claude_code_writes_records_and_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dataset_path("claude-code")
     if not PROBE_FILES:
         pytest.skip("no probes written yet")
     out = tmp_path / "run"
-    assert (
-        main(["eval", "--suite", "claude-code", "--strategy", "truncate", "--out", str(out)]) == 0
-    )
+    args = ["eval", "--suite", "claude-code", "--strategy", "truncate", "--embedding", "hash"]
+    assert main([*args, "--limit", "1", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "| claude-code summary |" in printed and "| truncate |" in printed
+    assert "claude-code (real data, not pooled):" in printed
     assert (out / "claude_code.md").read_text().startswith("# Real compactions")
     rows = json.loads((out / "claude_code.json").read_text())
     assert {r["config"] for r in rows} == {*CLAUDE_CODE_CONFIGS, "truncate"}
+    _, first = load_hand_probes(PROBE_FILES[0])  # --limit 1: the first session
+    summary = json.loads((out / "summary.json").read_text())
+    (record,) = summary["records"]
+    assert (record["suite"], record["strategy"]) == ("claude-code", "truncate")
+    assert record["probes"] == len(first) and summary["pooled"] == []
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["question"] for r in results] == [p.question for p in first]
+    assert [r["answers"] for r in results] == [list(p.answers) for p in first]
 
 
+@pytest.mark.dataset
 def test_the_report_of_a_run_with_real_data_has_the_section_and_a_later_run_drops_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -114,12 +140,12 @@ def test_the_report_of_a_run_with_real_data_has_the_section_and_a_later_run_drop
     if not PROBE_FILES:
         pytest.skip("no probes written yet")
     out = tmp_path / "run"
-    base = ["eval", "--suite", "needle", "--strategy", "truncate", "--out", str(out)]
-    assert main([*base, "--suite", "claude-code"]) == 0
+    base = ["eval", "--quick", "--suite", "needle", "--strategy", "truncate", "--out", str(out)]
+    assert main([*base, "--suite", "claude-code", "--no-progress"]) == 0
     report = (out / "report.md").read_text()
     assert "## Real data" in report and "| claude-code summary |" in report
     assert "<h2>Real data</h2>" in (out / "report.html").read_text()
-    assert main(base) == 0  # the same folder, no real data asked: none shown
+    assert main([*base, "--no-progress"]) == 0  # the same folder, no real data asked: none
     assert "## Real data" not in (out / "report.md").read_text()
     assert not (out / "claude_code.md").exists()
     capsys.readouterr()

@@ -201,7 +201,7 @@ def test_read_summary_forms_and_errors(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     for spec in (run, run / "summary.json", "20250101-000000-default", "20250101"):
         assert read_summary(spec, reports=reports)["records"][0]["suite"] == "a"
-    assert read_summary(BASELINE)["schema"] == 2  # a schema 1 file is upgraded
+    assert read_summary(BASELINE)["schema"] == memctx.harness.SUMMARY_SCHEMA  # 1 is upgraded
     cases = {
         tmp_path / "nope.json": "does not exist; pass a summary.json, a run folder",
         tmp_path / "missing-folder": "does not exist",

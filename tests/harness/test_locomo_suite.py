@@ -1,4 +1,5 @@
-"""memctx eval --suite locomo: LoCoMo evidence recall through the product's paths."""
+"""memctx eval --suite locomo: LoCoMo through every strategy, and evidence recall through the
+product's paths (the suite in the one pipeline with a small fixture: test_real_suites.py)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,21 @@ import pytest
 from helpers.datasets import dataset_path
 
 from memctx.cli.main import main
+from memctx.harness.engine import run_scenario
 from memctx.harness.locomo import (
     DRAGON,
     LocomoRow,
     format_locomo,
-    format_strategy_rows,
     load_locomo,
     locomo_scenario,
-    run_locomo_strategies,
     run_locomo_suite,
     turns_in,
 )
+from memctx.harness.metrics import aggregate
 from memctx.harness.report import locomo_chart
 
 
+@pytest.mark.dataset
 def test_a_turn_is_found_whole_as_a_block_line_or_as_a_hit() -> None:
     conv = load_locomo(dataset_path("locomo", "locomo7.json"))[0]
     turn = conv.turns[3]
@@ -32,6 +34,7 @@ def test_a_turn_is_found_whole_as_a_block_line_or_as_a_hit() -> None:
     assert turn.dia_id in turns_in(f"x {turn.text} y", conv, speaker=False)
 
 
+@pytest.mark.dataset
 def test_one_conversation_through_both_paths_grows_with_the_budget(tmp_path: Path) -> None:
     rows = run_locomo_suite(
         dataset_path("locomo", "locomo7.json"),
@@ -70,12 +73,14 @@ def test_the_table_names_every_row_and_the_published_references() -> None:
     assert f"k = 5: {100 * DRAGON[5]:.1f} %" in table and "1,764" in table
 
 
-def test_the_command_refuses_a_folder_without_locomo(
+def test_the_command_skips_locomo_without_its_data_and_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    assert main(["eval", "--suite", "locomo", "--datasets", str(tmp_path), "--out", str(out)]) == 2
-    assert "no LoCoMo file under" in capsys.readouterr().err
+    args = ["eval", "--suite", "locomo", "--real-datasets", str(tmp_path), "--out", str(out)]
+    assert main(args) == 2  # nothing else asked: nothing to run
+    err = capsys.readouterr().err
+    assert "suite locomo skipped: no LoCoMo file" in err and str(tmp_path / "locomo") in err
 
 
 def test_the_chart_draws_both_paths_with_the_references(tmp_path: Path) -> None:
@@ -97,21 +102,29 @@ def test_the_chart_draws_both_paths_with_the_references(tmp_path: Path) -> None:
     assert locomo_chart([], tmp_path / "none") is None
 
 
-def test_a_conversation_played_through_the_strategies_is_judged_like_any_scenario() -> None:
-    path = dataset_path("locomo", "locomo7.json")
-    conv = load_locomo(path)[0]
+@pytest.mark.dataset
+def test_a_conversation_played_through_the_strategies_is_judged_like_any_scenario(
+    tmp_path: Path,
+) -> None:
+    conv = load_locomo(dataset_path("locomo", "locomo7.json"))[0]
     scenario = locomo_scenario(conv)
-    assert scenario.probes and all(
-        p.at == len(scenario.sessions[0].messages) for p in scenario.probes
-    )
+    assert scenario.suite == "locomo" and scenario.probes
+    assert all(p.at == len(scenario.sessions[0].messages) for p in scenario.probes)
     assert all(p.evidence_text for p in scenario.probes)  # the evidence turns' own words
-    rows = run_locomo_strategies(
-        path, ("full", "truncate", "memory-context"), embeddings=("hash",), limit=1
-    )
-    by = {r.strategy: r for r in rows}
-    assert by["full"].fit == 0  # the whole conversation does not fit 16,000 tokens
-    assert by["truncate"].fit == by["truncate"].questions == len(scenario.probes)
-    assert 0 < by["truncate"].evidence < 1 and by["memory-context"].embedding == "hash"
-    assert all(r.violations == 0 for r in rows)
-    table = format_strategy_rows(rows)
-    assert f"| truncate | - | {len(scenario.probes)} ({len(scenario.probes)}) |" in table
+    played = [
+        (s, run_scenario(scenario, s, "hash", work_dir=tmp_path / s))
+        for s in ("full", "truncate", "memory-context")
+    ]
+    records = aggregate([("locomo", s, r.probes[0].embedding, r) for s, r in played])
+    by = {r["strategy"]: r for r in records}
+    assert records[-1]["suite"] == "locomo"  # the suite's records only: never pooled
+    assert by["full"]["fit"] == 0  # the whole conversation does not fit 16,000 tokens
+    assert by["truncate"]["fit"] == by["truncate"]["probes"] == len(scenario.probes)
+    assert 0 < by["truncate"]["evidence_recall"] < 1 and by["memory-context"]["embedding"] == "hash"
+    # The store keeps the 2023 turns (the scenario's own retention setting): recall finds
+    # evidence truncate dropped.
+    assert by["memory-context"]["evidence_recall"] > by["truncate"]["evidence_recall"]
+    assert all(r["violations"] == 0 for r in records)
+    rows = played[1][1].probes
+    assert rows[0].question == scenario.probes[0].question
+    assert rows[0].answers == list(scenario.probes[0].answers)

@@ -1,6 +1,8 @@
 """LoCoMo (long conversations with evidence-labelled questions) in the harness: the adapter,
 evidence recall at k and at a token budget, the product's path through ``on_context`` and
-``memory_search``, and the ``locomo`` suite of ``memctx eval``.
+``memory_search``, and the ``locomo`` suite of ``memctx eval`` (the conversations as
+scenarios through every strategy, and the evidence-recall table beside the published
+figures).
 
 May import: every package below the harness (it is part of it).
 """
@@ -21,13 +23,9 @@ from .evaluate import (
     within_budget,
 )
 from .product import CATEGORIES, conversation_messages, evaluate_product, recalled_turns, turns_in
-from .strategies import (
-    LOCOMO_WINDOW,
-    StrategyRow,
-    format_strategy_rows,
-    locomo_scenario,
-    run_locomo_strategies,
-)
+from .scenarios import LOCOMO_SUITE as LOCOMO_SUITE
+from .scenarios import LOCOMO_WINDOW, locomo_scenario
+from .scenarios import locomo_scenarios as locomo_scenarios
 from .suite import (
     DRAGON,
     LOCOMO_BUDGETS,
@@ -54,20 +52,17 @@ __all__ = [
     "Question",
     "RecallReport",
     "Retriever",
-    "StrategyRow",
     "Turn",
     "conversation_messages",
     "evaluate_product",
     "evaluate_retriever",
     "format_locomo",
-    "format_strategy_rows",
     "load_locomo",
     "locomo_scenario",
     "normalise_evidence",
     "per_turn_packer",
     "recalled_turns",
     "rendered_packer",
-    "run_locomo_strategies",
     "run_locomo_suite",
     "turn_item",
     "turns_in",

@@ -147,9 +147,8 @@ def run_locomo_suite(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "locomo.md").write_text(
-            f"# LoCoMo evidence recall ({len(conversations)} conversations)\n\n"
-            + format_locomo(rows)
-            + "\n",
+            f"# LoCoMo evidence recall ({len(conversations)} conversation"
+            f"{'' if len(conversations) == 1 else 's'})\n\n" + format_locomo(rows) + "\n",
             encoding="utf-8",
         )
         (out_dir / "locomo.json").write_text(

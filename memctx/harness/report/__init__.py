@@ -11,7 +11,14 @@ from .chart_sweep import sweep_chart
 from .checks import Check, run_checks
 from .frontier import FrontierPoint, frontier, frontier_reading, frontier_table
 from .intervals import Difference, Outcomes, Share, difference, share_of
-from .real_data import LOCOMO_CHART, REAL_DATA_FILES, locomo_chart, real_data_html, real_data_md
+from .real_data import (
+    LOCOMO_CHART,
+    locomo_chart,
+    real_data_html,
+    real_data_md,
+    real_suite_table,
+    real_suites,
+)
 from .recommend import Recommendation, recommend
 from .report import (
     RUN_FILES,
@@ -28,7 +35,6 @@ from .report import (
 
 __all__ = [
     "LOCOMO_CHART",
-    "REAL_DATA_FILES",
     "RUN_FILES",
     "BaselineSection",
     "Check",

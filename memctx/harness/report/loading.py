@@ -16,7 +16,7 @@ from memctx.errors import MemctxError
 from memctx.transcripts import InputFileError, InputLine, check_input_file, open_input_file
 
 from ..runs import find_run
-from ..schema import LEGACY_NO_EMBEDDING, NO_EMBEDDING, RECORD_METRICS, upgrade_summary
+from ..schema import RECORD_METRICS, upgrade_probe_row, upgrade_summary
 
 __all__ = [
     "RUN_FILES",
@@ -212,34 +212,6 @@ def load_probes(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [_checked(upgrade_probe_row(row), path) for row in _iter_jsonl(path, _PROBE_LABELS)]
-
-
-# Schema 1's probe-row names and their schema-2 names (memctx/harness/schema.py).
-_SCHEMA1_PROBE = {
-    "fit": "fits",
-    "correct": "recall_accuracy",
-    "tool_hit": "tool_accuracy",
-    "evidence": "evidence_recall",
-    "stale": "stale_rate",
-    "context_tokens": "sent_tokens",
-}
-_UNFITTED_NONE = ("recall_accuracy", "tool_accuracy", "evidence_recall", "stale_rate")
-
-
-def upgrade_probe_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A ``results.jsonl`` row in schema 2: a schema-1 row (``fit``, ``correct``, ``"-"`` for
-    no embedding, unfitted probes scored False) is renamed in memory, its unfitted metrics
-    made None, so an old baseline's probes read like a new run's."""
-    if "fits" in row or "fit" not in row:
-        return row
-    out = {_SCHEMA1_PROBE.get(key, key): value for key, value in row.items()}
-    if out.get("embedding") == LEGACY_NO_EMBEDDING:
-        out["embedding"] = NO_EMBEDDING
-    if out.get("tool_accuracy") is None:
-        out["tool_accuracy"] = out.get("recall_accuracy")
-    if not out.get("fits"):
-        out.update(dict.fromkeys(_UNFITTED_NONE))
-    return out
 
 
 def _checked(row: dict[str, Any], path: Path) -> dict[str, Any]:

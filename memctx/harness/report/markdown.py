@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .baseline import baseline_md
 from .figures import Chart
-from .parts import HEADLINE_NOTE, SUITE_NOTE, ReportParts
+from .parts import HEADLINE_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
 from .tables import md_table
 
 __all__ = ["CHARTS_DIR", "report_markdown"]
@@ -42,7 +42,7 @@ def report_markdown(parts: ReportParts) -> str:
         _recommendation(parts),
         "## All suites",
         HEADLINE_NOTE,
-        md_table(parts.headline),
+        md_table(parts.headline) if parts.headline.rows else NOTHING_POOLED,
         "\n\n".join(parts.notes),
         *([baseline_md(parts.baseline)] if parts.baseline else []),
         "## Recall accuracy by suite",

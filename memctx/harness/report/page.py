@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ..deltas_render import DELTAS_CSS
 from .baseline import baseline_html
 from .figures import Chart
-from .parts import HEADLINE_NOTE, SUITE_NOTE, ReportParts
+from .parts import HEADLINE_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
 from .tables import Table
 
 __all__ = ["PAGE_CSS", "html_table", "report_html"]
@@ -144,6 +144,9 @@ def report_html(parts: ReportParts, tail: str = "") -> str:
     charts = "".join(_figure(c) for c in parts.charts) or f"<p>{esc(parts.chart_note)}</p>"
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in parts.notes)
     frontier_figure = _figure(parts.frontier_chart) if parts.frontier_chart else ""
+    headline = (
+        html_table(parts.headline) if parts.headline.rows else f"<p>{esc(NOTHING_POOLED)}</p>"
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -152,7 +155,7 @@ def report_html(parts: ReportParts, tail: str = "") -> str:
         + (f'<p class="sub">{esc(parts.title)}</p>' if parts.title else "")
         + f"<h2>Recommendation</h2>{_recommendation(parts)}"
         f'<h2>All suites</h2><p class="note">{esc(HEADLINE_NOTE)}</p>'
-        f"{html_table(parts.headline)}{notes}"
+        f"{headline}{notes}"
         + (baseline_html(parts.baseline) if parts.baseline else "")
         + f'<h2>Recall accuracy by suite</h2><p class="note">{esc(SUITE_NOTE)}</p>'
         f"{html_table(parts.by_suite)}"

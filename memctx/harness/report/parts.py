@@ -25,12 +25,16 @@ from .tables import (
     suite_table,
 )
 
-__all__ = ["HEADLINE_NOTE", "SUITE_NOTE", "ReportParts", "gather"]
+__all__ = ["HEADLINE_NOTE", "NOTHING_POOLED", "SUITE_NOTE", "ReportParts", "gather"]
 
 HEADLINE_NOTE = (
-    "One row per strategy × embedding over every suite. Recall accuracy counts probes whose "
-    "context holds an expected answer; full only over the probes whose context fits its "
-    "window (probes fitted)."
+    "One row per strategy × embedding over every synthetic suite (real-data suites stand "
+    "alone, under Real data). Recall accuracy counts probes whose context holds an expected "
+    "answer; full only over the probes whose context fits its window (probes fitted)."
+)
+NOTHING_POOLED = (
+    "Nothing is pooled: the run played no synthetic suite (real-data suites are never pooled; "
+    "each has its own table under Real data)."
 )
 SUITE_NOTE = (
     "Each cell: recall accuracy, its 95 % interval in whole points, and n, the probes it is "

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import all_records
+from ..schema import REAL_DATA_SUITES, all_records
 from .checks import pair_label, pairs, suites
 from .frontier import FrontierPoint, frontier
 from .intervals import Outcomes, difference, share_of
@@ -225,6 +225,15 @@ def recommend(
     # push a recommendable one off it.
     points = frontier([r for r in every if (str(r["strategy"]), str(r["embedding"])) not in aside])
     comparable = [p for p in points if p.excluded is None]
+    records_in = summary.get("records") or []
+    if records_in and all(r.get("suite") in REAL_DATA_SUITES for r in records_in):
+        return Recommendation(
+            None,
+            "No configuration is recommended: the run played real-data suites only, which "
+            "are never pooled; compare the strategies suite by suite under Real data.",
+            (),
+            (),
+        )
     if not comparable:
         why = (
             "every configuration with a recall accuracy over every probe and a cost is set "

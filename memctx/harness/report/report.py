@@ -11,6 +11,7 @@ anything; ``--baseline`` adds the deltas against another run. The parts are comp
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from .loading import (
 from .markdown import CHARTS_DIR, report_markdown
 from .page import report_html
 from .parts import gather
-from .real_data import real_data_html, real_data_md
+from .real_data import locomo_chart, real_data_html, real_data_md, real_suite_table, real_suites
 from .recommend import recommend
 from .tables import Table, headline_table, suite_table, terminal_table, text_table
 
@@ -57,12 +58,21 @@ Baseline = str | Path | Mapping[str, Any]
 def format_terminal_table(
     summary: Mapping[str, Any], probes: Sequence[Mapping[str, Any]] | None = None
 ) -> str:
-    """The table printed after ``memctx eval``: all suites per strategy, the checks and the
+    """The table printed after ``memctx eval``: the synthetic suites pooled per strategy
+    (left out for a run of real data alone), each real-data suite's own, the checks and the
     recommendation in a sentence (``probes``, the results.jsonl rows, make the full-ceiling
     check compare like with like and the comparisons of configurations paired)."""
     checks = "\n".join(f"{c.verdict:<4}  {c.text}" for c in run_checks(summary, probes))
     reco = recommend(summary, probes)
-    return f"{text_table(terminal_table(summary))}\n\n{checks}\n\n{reco.headline}"
+    real = real_suites(summary)
+    # A run of real data alone has no pooled record: its suites' tables say it all.
+    real_only = bool(real) and len(real) == len({r["suite"] for r in summary["records"]})
+    tables = [] if real_only else [text_table(terminal_table(summary))]
+    tables += [
+        f"{suite} (real data, not pooled):\n{text_table(real_suite_table(summary, suite))}"
+        for suite in real
+    ]
+    return "\n\n".join([*tables, checks, reco.headline])
 
 
 def _charts(run_dir: Path, summary: Mapping[str, Any]) -> tuple[list[Chart], str]:
@@ -76,7 +86,27 @@ def _charts(run_dir: Path, summary: Mapping[str, Any]) -> tuple[list[Chart], str
         return [], "Charts skipped: matplotlib is not installed (pip install matplotlib)."
     key = pick_session(iter_calls(run_dir))
     session = session_calls(iter_calls(run_dir), key) if key else []
-    return write_charts(summary, session, run_dir / CHARTS_DIR), "No chart: the run has no data."
+    charts = write_charts(summary, session, run_dir / CHARTS_DIR)
+    _locomo_chart(run_dir)  # shown in the Real data section, not among these
+    return charts, "No chart: the run has no data."
+
+
+def _locomo_chart(run_dir: Path) -> Chart | None:
+    """Draw LoCoMo's evidence-recall chart from the run's ``locomo.json`` (the LoCoMo
+    suite's own table), when it has one."""
+    path = run_dir / "locomo.json"
+    if not path.is_file():
+        return None
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunDirError(
+            f"{path} is not the LoCoMo suite's table ({exc}); re-run `memctx eval --suite "
+            "locomo --out DIR` to write it again"
+        ) from None
+    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+        raise RunDirError(f"{path} holds no list of rows; re-run `memctx eval --suite locomo`")
+    return locomo_chart(rows, run_dir / CHARTS_DIR)
 
 
 def _baseline(
@@ -127,9 +157,9 @@ def write_report(
     charts, note = _charts(run_dir, summary)
     parts = gather(summary, probes, charts, note, section)
     md = run_dir / "report.md"
-    md.write_text(report_markdown(parts) + real_data_md(run_dir), encoding="utf-8")
+    md.write_text(report_markdown(parts) + real_data_md(run_dir, summary), encoding="utf-8")
     page = run_dir / "report.html"
-    page.write_text(report_html(parts, real_data_html(run_dir)), encoding="utf-8")
+    page.write_text(report_html(parts, real_data_html(run_dir, summary)), encoding="utf-8")
     return [md, page, *(c.path for c in charts)]
 
 

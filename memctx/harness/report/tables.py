@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import all_records
+from ..schema import REAL_DATA_SUITES, all_records
 from .cells import count, latency, num, pct, usd
 from .checks import ALL, pair_label, pairs, suites
 from .intervals import share_of
@@ -47,7 +47,8 @@ class Table:
 
 
 def pooled_records(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The records over every suite, one per strategy × embedding."""
+    """The records over every synthetic suite, one per strategy × embedding (none when the
+    run played real-data suites only: they are never pooled)."""
     return list(summary.get("pooled", []))
 
 
@@ -94,17 +95,24 @@ def suite_table(summary: Mapping[str, Any], metric: str = "recall_accuracy") -> 
 
     Each cell reads ``"72.7 % (57–85) n=44"``: n is the probes the share is over (for
     ``full``, the ones whose context fitted its window). ``probes`` is the suite's count.
+    Suites that ask no probes (``trajectories``) have no row.
     """
     records = all_records(summary)
     index = {(r["suite"], r["strategy"], r["embedding"]): r for r in records}
     run_pairs = pairs(records)
     header = ("suite", "probes", *(pair_label(*p) for p in run_pairs))
     rows = []
-    for suite in [*suites(records), ALL]:
+    pooled = [ALL] if summary.get("pooled") else []  # none when only real data ran
+    for suite in [*suites(records), *pooled]:
         cells = [index.get((suite, *p)) for p in run_pairs]
         probes = max((num(c.get("probes")) or 0 for c in cells if c), default=0)
+        if not probes:
+            continue  # a suite that asks no probes (trajectories) has no accuracy to show
         texts = [share_of(c, metric).text() if c else "n/a" for c in cells]
-        rows.append((suite, count(probes), *texts))
+        label = suite
+        if suite == ALL and any(r["suite"] in REAL_DATA_SUITES for r in records):
+            label = "all (synthetic suites)"  # the real-data ones are never pooled
+        rows.append((label, count(probes), *texts))
     return Table(header, tuple(rows))
 
 
