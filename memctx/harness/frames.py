@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .runs import find_run
 from .schema import upgrade_probe_row, upgrade_summary
+
+if TYPE_CHECKING:  # pandas takes a second to import: loaded by the functions that build frames
+    import pandas as pd
 
 __all__ = ["RunFrames", "load_run", "probe_frame"]
 
@@ -77,6 +78,8 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def probe_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Probe rows (``results.jsonl`` dicts) as a frame with nullable metric columns."""
+    import pandas as pd
+
     frame = pd.DataFrame(rows)
     return frame.astype({k: v for k, v in _PROBE_DTYPES.items() if k in frame.columns})
 
@@ -93,6 +96,8 @@ def load_run(path: str | Path, reports: Path = Path("reports")) -> RunFrames:
     if not isinstance(raw, dict) or not isinstance(raw.get("records"), list):
         raise ValueError(f"{folder / 'summary.json'} is not a run summary (no 'records' list)")
     summary = upgrade_summary(raw)
+    import pandas as pd
+
     calls = pd.DataFrame(_read_jsonl(folder / "trace.jsonl"))
     calls = calls.astype({k: v for k, v in _CALL_DTYPES.items() if k in calls.columns})
     return RunFrames(

@@ -383,7 +383,14 @@ class LLMClient:
                     model=self.model,
                     task=task,
                 )
-            install()
+            try:  # the first install imports litellm: a broken install fails this call only
+                install()
+            except Exception as exc:
+                raise self._failure(
+                    task,
+                    f"could not be set up: {type(exc).__name__}: {_first_line(exc)}. "
+                    "Check that litellm imports (pip install litellm), or reinstall memctx",
+                ) from exc
         if completion is None:
             completion = _litellm_completion()
         # A deterministic model gives the same failure again: no point retrying it.

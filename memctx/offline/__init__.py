@@ -1,6 +1,7 @@
 """``memctx/offline``: memctx's own deterministic model, served through litellm as a custom
 provider: rule-based fact extraction, extractive summaries and memory-flush notes, no
-network. Importing this package registers it with :mod:`memctx.llm`.
+network. Importing this package registers it with :mod:`memctx.llm`; litellm and the handler
+(:mod:`memctx.offline.provider`) load on the first call to the model, not on import.
 
 May import: the foundations, the mechanisms, :mod:`memctx.trim`, :mod:`memctx.recall`,
 :mod:`memctx.extraction`.
@@ -16,7 +17,6 @@ from .model import (
     DEFAULT_REPLY_TOKENS,
     DEFAULT_SUMMARY_TOKENS,
     OFFLINE_PROVIDER,
-    OfflineModel,
     offline_reply,
     register_offline_model,
 )
@@ -29,7 +29,6 @@ __all__ = [
     "NO_REPLY",
     "OFFLINE_PROVIDER",
     "SECTION_TITLES",
-    "OfflineModel",
     "extract_facts",
     "flush_notes",
     "offline_flush_response",
@@ -40,5 +39,5 @@ __all__ = [
 
 # The LLM client sits below this package and cannot import it: tell it how to serve
 # ``memctx/offline`` requests. ``memctx.runtime`` imports this package, so ``import memctx``
-# is enough for every caller.
+# is enough for every caller; the installer imports litellm only when it first runs.
 register_local_provider(OFFLINE_PROVIDER, register_offline_model)

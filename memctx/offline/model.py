@@ -1,10 +1,12 @@
 """``memctx/offline``: memctx's own deterministic model, served through litellm.
 
-Registered as a litellm custom provider (``litellm.custom_provider_map``), so that
-``litellm.completion(model="memctx/offline", messages=...)`` works with no network and no
-key, and every caller goes through the same :class:`memctx.llm.client.LLMClient` path whether the
-configured model is real or not. The reply depends only on the messages and ``max_tokens``:
-the same request always gets the same text.
+Registered as a litellm custom provider (``litellm.custom_provider_map``, the handler in
+:mod:`memctx.offline.provider`, installed by :func:`register_offline_model` on first use),
+so that ``litellm.completion(model="memctx/offline", messages=...)`` works with no network
+and no key, and every caller goes through the same :class:`memctx.llm.client.LLMClient` path
+whether the configured model is real or not. The reply depends only on the messages and
+``max_tokens``: the same request always gets the same text. This module does not import
+litellm, so importing memctx stays fast.
 
 The model reads the task from the :func:`memctx.llm.client.task_marker` line in the prompt:
 
@@ -25,21 +27,12 @@ budgets work exactly as with a real model; the price is 0.
 from __future__ import annotations
 
 import importlib
-import os
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-# litellm fetches its price table from the network at import unless told to use its copy.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-import litellm
-from litellm.llms.custom_llm import CustomLLM
-from litellm.types.utils import ModelResponse, Usage
-
 from memctx.llm import OFFLINE_MODEL, task_of
-from memctx.messages import estimate_messages_tokens, estimate_tokens, message_text
+from memctx.messages import message_text
 
 from .flush import FLUSH_TASK, offline_flush_response
 from .summary import summarize_text
@@ -48,7 +41,6 @@ __all__ = [
     "DEFAULT_REPLY_TOKENS",
     "DEFAULT_SUMMARY_TOKENS",
     "OFFLINE_PROVIDER",
-    "OfflineModel",
     "offline_reply",
     "register_offline_model",
 ]
@@ -120,66 +112,18 @@ def offline_reply(messages: Sequence[Any], max_tokens: int | None = None) -> str
     return (summarize_text(users[-1], budget) if users else "") or _NOTHING
 
 
-def _max_tokens(optional_params: object) -> int | None:
-    if not isinstance(optional_params, Mapping):
-        return None
-    for name in ("max_tokens", "max_completion_tokens"):
-        value = optional_params.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-class OfflineModel(CustomLLM):
-    """The litellm handler behind ``memctx/offline`` (streaming is not supported)."""
-
-    def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-        """Answer synchronously; litellm passes every other argument by keyword."""
-        text = offline_reply(messages, _max_tokens(kwargs.get("optional_params")))
-        response = kwargs.get("model_response")
-        if not isinstance(response, ModelResponse):
-            response = ModelResponse()
-        response.choices[0].message.content = text
-        response.choices[0].finish_reason = "stop"
-        response.model = f"{OFFLINE_PROVIDER}/{model}"
-        prompt_tokens = estimate_messages_tokens(messages)
-        completion_tokens = estimate_tokens(text)
-        usage = Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            total_tokens=prompt_tokens + completion_tokens,
-        )
-        # ModelResponse declares no ``usage`` field (its __init__ sets it dynamically, as
-        # litellm's own mock path does), so the typed attribute assignment is refused.
-        response.usage = usage  # type: ignore[attr-defined]
-        return response
-
-    async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-        """Same as :meth:`completion`: the work is CPU-bound and short."""
-        return self.completion(model, messages, *args, **kwargs)
-
-
-_HANDLER = OfflineModel()
-_LOCK = threading.Lock()
-
-
 def register_offline_model() -> bool:
     """Make ``memctx/offline`` callable through ``litellm.completion``.
 
-    Idempotent and thread-safe; cheap enough to call before every request, which also
-    restores the entry if other code replaced ``litellm.custom_provider_map``. A handler that
-    someone else registered under the ``memctx`` provider is left in place.
+    The first call imports litellm and the handler (:mod:`memctx.offline.provider`): that
+    takes seconds, so it happens when the offline model is first used, not when memctx is
+    imported. Idempotent and thread-safe; cheap enough to call before every request, which
+    also restores the entry if other code replaced ``litellm.custom_provider_map``. A handler
+    that someone else registered under the ``memctx`` provider is left in place.
 
     Returns:
         True when this call added the provider.
     """
-    with _LOCK:
-        providers = litellm.custom_provider_map
-        present = any(
-            isinstance(item, Mapping) and item.get("provider") == OFFLINE_PROVIDER
-            for item in providers
-        )
-        if not present:
-            # litellm adds new entries to its provider list at the start of each completion.
-            providers.append({"provider": OFFLINE_PROVIDER, "custom_handler": _HANDLER})
-        return not present
+    from .provider import install_offline_handler
+
+    return install_offline_handler()

@@ -19,10 +19,10 @@ from memctx.messages.tokens import estimate_messages_tokens, estimate_tokens
 from memctx.offline.model import (
     DEFAULT_REPLY_TOKENS,
     OFFLINE_PROVIDER,
-    OfflineModel,
     offline_reply,
     register_offline_model,
 )
+from memctx.offline.provider import OfflineModel
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Item .* is using the .ReadOnly. qualifier:UserWarning"
@@ -120,6 +120,18 @@ def test_registration_keeps_other_providers_and_a_foreign_memctx_handler(
     provider_map[1] = mine
     assert register_offline_model() is False
     assert provider_map[1] is mine
+
+
+def test_a_handler_that_cannot_load_fails_the_call_with_an_llm_error(
+    monkeypatch: pytest.MonkeyPatch, provider_map: list[Any]
+) -> None:
+    # The handler (and litellm with it) loads on the first offline call; if that import
+    # breaks, the call fails the way every failed call does, counted, never an ImportError.
+    monkeypatch.setitem(sys.modules, "memctx.offline.provider", None)
+    client = LLMClient()
+    with pytest.raises(LLMError, match=r"could not be set up: ModuleNotFoundError.*litellm"):
+        client.complete(summarize_messages(), task="summarize")
+    assert client.usage().failures == 1 and provider_map == []
 
 
 def test_the_client_registers_again_after_the_map_was_replaced(
