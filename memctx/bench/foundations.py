@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memctx.transcripts import shared_datasets_dir
+
 __all__ = ["main"]
 
 
@@ -155,8 +157,7 @@ def main() -> None:
 
 
 def datasets_dir() -> Path:
-    default = Path(__file__).resolve().parents[3] / "shared" / "datasets"
-    return Path(os.environ.get("MEMCTX_DATASETS", default))
+    return shared_datasets_dir()
 
 
 if __name__ == "__main__":

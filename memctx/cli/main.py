@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memctx.errors import MemctxError
+from memctx.transcripts import shared_datasets_dir
 
 from .compare_cmd import add_compare_arguments, compare_command
 from .inputs import TRANSCRIPT_ARG_HELP, split_transcript_arg
@@ -37,7 +38,6 @@ from .options import (
     existing_dir,
     fail,
     positive,
-    shared_datasets_dir,
 )
 from .replay_cmd import add_replay_arguments, replay_command
 from .show_cmd import add_show_arguments, show_command

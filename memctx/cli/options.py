@@ -25,7 +25,6 @@ __all__ = [
     "one_line",
     "parse_set",
     "positive",
-    "shared_datasets_dir",
 ]
 
 ERROR_STATUS = 2
@@ -105,15 +104,6 @@ def existing_dir(option: str, path: Path) -> None:
     if not path.is_dir():
         what = "a file, not a folder" if path.exists() else "missing"
         raise OptionError(f"{option} {path} is {what}; pass an existing folder")
-
-
-SHARED_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
-
-
-def shared_datasets_dir(value: str | None = None) -> Path:
-    """The external datasets folder: ``value``, else ``$MEMCTX_DATASETS``, else
-    ``../shared/datasets`` beside the checkout."""
-    return Path(value or os.environ.get("MEMCTX_DATASETS") or SHARED_DATASETS)
 
 
 # Model providers that need no credentials: memctx's own offline model is served in-process

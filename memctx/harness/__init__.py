@@ -76,7 +76,7 @@ from .noise import SHARE_METRICS, beyond_noise, share_interval
 from .outcomes import Outcomes, paired_change, probe_rows_of, same_scenarios
 from .pooling import pool_records
 from .ray_executor import RAY_INSTALL, RayExecutor, RayUnavailable, require_ray
-from .real_suites import RealDataMissing, real_suite_scenarios, shared_datasets_dir
+from .real_suites import RealDataMissing, real_suite_scenarios
 from .replay import ReplayReport, format_replay, replay_transcript
 from .run import (
     DEFAULT_DATASETS,

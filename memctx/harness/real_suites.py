@@ -27,7 +27,6 @@ and the run plays the others.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -53,16 +52,13 @@ from .trajectories import (
 __all__ = [
     "QUICK_REAL_LIMIT",
     "REAL_DATA_FILES",
-    "SHARED_DATASETS",
     "RealDataMissing",
     "clear_real_sections",
     "real_suite_scenarios",
-    "shared_datasets_dir",
     "write_real_sections",
 ]
 
 # ../shared/datasets beside the checkout.
-SHARED_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 # With --quick: at most this many scenarios per real-data source.
 QUICK_REAL_LIMIT = 1
 # The extra tables each real-data suite writes into the run folder (the report shows the
@@ -79,12 +75,6 @@ _Embedder = Literal["hash", "transformer"]
 class RealDataMissing(Exception):
     """A real-data suite's data is not on this machine (the message says where it was
     looked for and how to point at it); the suite is skipped."""
-
-
-def shared_datasets_dir(value: str | Path | None = None) -> Path:
-    """The external datasets folder: ``value``, else ``$MEMCTX_DATASETS``, else
-    ``../shared/datasets`` beside the checkout."""
-    return Path(value or os.environ.get("MEMCTX_DATASETS") or SHARED_DATASETS)
 
 
 def _where(root: Path, folder: str) -> str:

@@ -33,6 +33,7 @@ from memctx.config import MemoryContextConfig
 from memctx.errors import ConfigError, MemctxError
 from memctx.llm import BudgetExceeded, limits_environment
 from memctx.strategies import parse_strategy, resolve_config, strategy_info, strategy_names
+from memctx.transcripts import shared_datasets_dir
 
 from .executor import EXECUTORS, Job, execute_jobs
 from .journal import JobJournal, read_plan, write_plan
@@ -44,7 +45,6 @@ from .real_suites import (
     RealDataMissing,
     clear_real_sections,
     real_suite_scenarios,
-    shared_datasets_dir,
     write_real_sections,
 )
 from .runs import RUNS, config_label, new_run_id, point_latest

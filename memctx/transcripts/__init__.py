@@ -11,6 +11,7 @@ from __future__ import annotations
 from .files import (
     DEFAULT_MAX_INPUT_BYTES,
     MAX_INPUT_BYTES_ENV,
+    SHARED_DATASETS,
     InputFile,
     InputFileError,
     InputLine,
@@ -20,6 +21,7 @@ from .files import (
     max_input_bytes,
     open_input_file,
     read_input_bytes,
+    shared_datasets_dir,
 )
 from .load import FORMATS, Transcript, Usage, load_transcript, load_transcripts
 

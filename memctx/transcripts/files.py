@@ -31,8 +31,10 @@ from typing import IO
 from memctx.errors import TranscriptError
 
 __all__ = [
+    "DATASETS_ENV",
     "DEFAULT_MAX_INPUT_BYTES",
     "MAX_INPUT_BYTES_ENV",
+    "SHARED_DATASETS",
     "InputFile",
     "InputFileError",
     "InputLine",
@@ -42,9 +44,14 @@ __all__ = [
     "max_input_bytes",
     "open_input_file",
     "read_input_bytes",
+    "shared_datasets_dir",
 ]
 
 DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
+# The external datasets (LoCoMo, Claude Code sessions, agent trajectories) live outside the
+# repository, beside the checkout, and are never copied in.
+SHARED_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+DATASETS_ENV = "MEMCTX_DATASETS"
 MAX_INPUT_BYTES_ENV = "MEMCTX_MAX_INPUT_BYTES"
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _KINDS = (
@@ -315,3 +322,9 @@ def read_input_bytes(
     """The bytes of a regular file within the size cap (see :func:`open_input_file`)."""
     with open_input_file(path, what=what, max_bytes=max_bytes) as handle:
         return handle.read_bytes()
+
+
+def shared_datasets_dir(value: str | os.PathLike[str] | None = None) -> Path:
+    """The external datasets folder: ``value``, else ``$MEMCTX_DATASETS``, else
+    ``../shared/datasets`` beside the checkout (:data:`SHARED_DATASETS`)."""
+    return Path(value or os.environ.get(DATASETS_ENV) or SHARED_DATASETS)
