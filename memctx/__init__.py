@@ -5,7 +5,7 @@ Everything else lives in private modules and may change.
 """
 
 from memctx.config import MemoryContextConfig, load_config
-from memctx.errors import ConfigError, MemctxError, TranscriptError
+from memctx.errors import ConfigError, MemctxError, StoreError, StrategyError, TranscriptError
 from memctx.messages import (
     BlockKind,
     MessageInfo,
@@ -43,6 +43,8 @@ __all__ = [
     "PairingViolation",
     "RecalledItem",
     "RoleKind",
+    "StoreError",
+    "StrategyError",
     "TokenCounter",
     "Transcript",
     "TranscriptError",

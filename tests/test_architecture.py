@@ -121,3 +121,55 @@ def test_user_docs_name_no_private_path() -> None:
     for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         text = doc.read_text(encoding="utf-8")
         assert not re.search(r"memctx\._", text), f"{doc.name} names a private module"
+
+
+PUBLIC_NAMES_LIMIT = 150
+
+
+def _public_names() -> dict[str, list[str]]:
+    """``__all__`` of every package's ``__init__``, by package."""
+    import ast
+
+    out: dict[str, list[str]] = {}
+    for init in sorted((REPO / "memctx").rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                value = node.value
+                assert value is not None
+                package = ".".join(init.relative_to(REPO).parent.parts)
+                out[package] = list(ast.literal_eval(value))
+    return out
+
+
+def test_the_public_surface_stays_small_and_each_name_is_public_once() -> None:
+    names = _public_names()
+    total = sum(len(v) for v in names.values())
+    assert total < PUBLIC_NAMES_LIMIT, {k: len(v) for k, v in names.items()}
+    # One public place per name: a front door re-exports, the package it came from does not
+    # list it again (register_strategy lives in memctx.strategies only).
+    seen: dict[str, str] = {}
+    for package, listed in names.items():
+        for name in listed:
+            assert name not in seen, f"{name} is public in {seen[name]} and in {package}"
+            seen[name] = package
+    assert seen["register_strategy"] == "memctx.strategies"
+    assert seen["make_strategy"] == "memctx"
+    for front_door, wanted in {
+        "memctx.eval": {"run_eval", "EvalOptions", "load_run", "check_gate", "compare_runs"},
+        "memctx.strategies": {"Strategy", "BaseStrategy", "Prepared", "register_strategy"},
+        "memctx": {"MemoryContext", "MemoryContextConfig", "load_config", "make_strategy"},
+    }.items():
+        assert wanted <= set(names[front_door]), front_door
+
+
+def test_every_public_name_is_bound() -> None:
+    import importlib
+
+    for package, listed in _public_names().items():
+        module = importlib.import_module(package)
+        for name in listed:
+            assert hasattr(module, name), f"{package}.__all__ names {name}, which it lacks"

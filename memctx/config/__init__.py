@@ -25,19 +25,9 @@ from .model import (
 )
 
 __all__ = [
-    "DEFAULT_CONFIG",
     "CompactionConfig",
     "ContextPruningConfig",
-    "HardClearConfig",
-    "HybridSearchConfig",
-    "MemoryContextConfig",
-    "MemoryFlushConfig",
     "MemorySearchConfig",
-    "MemorySearchQueryConfig",
     "PlannerConfig",
-    "SoftTrimConfig",
-    "TemporalDecayConfig",
-    "defaults",
-    "load_config",
     "parse_duration",
 ]

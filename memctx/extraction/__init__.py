@@ -23,15 +23,5 @@ from .prompt import (
 )
 
 __all__ = [
-    "CONVERSATION_CLOSE",
-    "CONVERSATION_OPEN",
-    "DEFAULT_MAX_INPUT_TOKENS",
-    "TASK_DECIDE",
-    "TASK_EXTRACT",
-    "CompletionClient",
-    "CompletionResponse",
-    "ExtractionReport",
-    "ParseError",
-    "ProposedFact",
     "extract_and_update",
 ]

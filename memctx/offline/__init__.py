@@ -23,17 +23,7 @@ from .model import (
 from .summary import SECTION_TITLES, summarize_text
 
 __all__ = [
-    "DEFAULT_REPLY_TOKENS",
-    "DEFAULT_SUMMARY_TOKENS",
-    "FLUSH_TASK",
-    "NO_REPLY",
-    "OFFLINE_PROVIDER",
-    "SECTION_TITLES",
     "extract_facts",
-    "flush_notes",
-    "offline_flush_response",
-    "offline_reply",
-    "register_offline_model",
     "summarize_text",
 ]
 

@@ -21,16 +21,6 @@ from .candidates import detail_items, knowledge_items
 from .query import build_query
 
 __all__ = [
-    "GAP_MARKER",
-    "RecallBlock",
-    "RecallItem",
-    "RecallPlacement",
     "build_query",
     "build_recall_block",
-    "compact_text",
-    "detail_items",
-    "insert_recall",
-    "knowledge_items",
-    "message_source",
-    "recall_message",
 ]

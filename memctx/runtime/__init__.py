@@ -15,20 +15,4 @@ from .tools import MEMORY_TOOL_NAMES, call_memory_tool, tool_definitions
 from .trimmed import TrimmedMessage, TrimmedMessages
 from .worker import BackgroundWorker
 
-__all__ = [
-    "DEFAULT_MAX_CONCURRENT_COMPACTIONS",
-    "MEMORY_TOOL_NAMES",
-    "BackgroundWorker",
-    "CompactionLanes",
-    "ContextCallRecord",
-    "HookTimer",
-    "LaneError",
-    "LaneTimeoutError",
-    "MemoryContext",
-    "RecallStatus",
-    "RecalledItem",
-    "TrimmedMessage",
-    "TrimmedMessages",
-    "call_memory_tool",
-    "tool_definitions",
-]
+__all__: list[str] = []

@@ -39,28 +39,7 @@ from .stem import porter_stem, stem_tokens
 from .tagging import entities, topics
 
 __all__ = [
-    "CHUNK_OVERLAP_TOKENS",
-    "CHUNK_TOKENS",
-    "CJK_CHARS",
-    "CJK_RE",
-    "QUESTION_WORDS",
-    "STOPWORDS",
-    "TOKENIZER_VERSION",
-    "Hit",
-    "RedactionResult",
     "Redactor",
-    "chunk_lines",
     "chunk_text",
-    "entities",
-    "is_cjk",
-    "porter_stem",
-    "redact",
-    "redact_with_report",
-    "split_lines",
-    "split_text",
-    "stem_tokens",
     "tokenize",
-    "tokenize_unique",
-    "topics",
-    "word_runs",
 ]

@@ -25,21 +25,4 @@ from .files import (
 )
 from .load import FORMATS, Transcript, Usage, load_transcript, load_transcripts
 
-__all__ = [
-    "DEFAULT_MAX_INPUT_BYTES",
-    "FORMATS",
-    "MAX_INPUT_BYTES_ENV",
-    "InputFile",
-    "InputFileError",
-    "InputLine",
-    "Transcript",
-    "Usage",
-    "check_input_file",
-    "file_kind",
-    "iter_lines",
-    "load_transcript",
-    "load_transcripts",
-    "max_input_bytes",
-    "open_input_file",
-    "read_input_bytes",
-]
+__all__: list[str] = []

@@ -28,21 +28,6 @@ from .smart import (
 from .state import ReadInfos
 
 __all__ = [
-    "DEFAULT_PROTECTED_RECENT",
-    "MIN_QUERY_CHARS",
-    "RELEVANT_SHARE",
-    "IntArray",
-    "MessageFacts",
-    "PruneResult",
     "PruningSession",
-    "ReadInfos",
-    "SessionPrune",
-    "TrimCache",
-    "TrimCounts",
-    "TrimResult",
-    "protected_mask",
     "prune_tool_results",
-    "pruning_due",
-    "smart_trim",
-    "trim_read",
 ]

@@ -26,18 +26,6 @@ from .project import Project, make_project
 from .turns import task_words
 
 __all__ = [
-    "GENERATOR_VERSION",
-    "ROLES",
     "SUITES",
-    "GenError",
-    "Project",
-    "gen_main",
     "generate_suite",
-    "make_project",
-    "normalise_answer",
-    "session_piece",
-    "suite_stats",
-    "task_words",
-    "verify_datasets",
-    "write_datasets",
 ]

@@ -14,13 +14,4 @@ from .lock import LockTimeout
 from .records import validate_name, validate_role
 from .store import NewSegment, RawStore, Segment, SegmentInfo, validate_session_id
 
-__all__ = [
-    "LockTimeout",
-    "NewSegment",
-    "RawStore",
-    "Segment",
-    "SegmentInfo",
-    "validate_name",
-    "validate_role",
-    "validate_session_id",
-]
+__all__: list[str] = []
