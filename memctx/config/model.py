@@ -377,10 +377,19 @@ class PlannerConfig(_Model):
 class MemoryContextConfig(_Model):
     """All memctx settings: the seed-000 fields, memctx's own defaults and four sections."""
 
-    enabled: bool = False
-    """Opt-in switch."""
+    enabled: bool = True
+    """``false`` turns memctx off: every hook passes the messages through unchanged, the
+    engine logs one warning saying so, and ``stats()`` reports ``"enabled": false``.
+
+    Seed 000 defaults this to ``false`` because there it is the opt-in of an extension
+    mounted in an agent that runs without it. In memctx, constructing memctx (a
+    ``MemoryContext``, a strategy) is the opt-in, so the default is ``true``: a file that
+    sets only ``hardCapTokens`` must not silently do nothing. Keep ``false`` for a config
+    file shared with an agent in which memctx should stay off."""
     hard_cap_tokens: PositiveInt = 4000
-    """Most tokens a recall block may take."""
+    """Most tokens a recall block may take. The block's cap is ``min(hardCapTokens,
+    floor(window x recallWindowRatio))``: with the default ratio 0.1, a value above a tenth
+    of the window changes nothing unless ``recallWindowRatio`` is raised too."""
     recall_placement: Literal["after-system", "before-request", "end"] = "before-request"
     """Where the recall block goes: ``before-request`` (just before the latest user request;
     the default), ``after-system`` (the seed's place: after the system prompt and a

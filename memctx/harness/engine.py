@@ -309,7 +309,7 @@ def run_scenario(
         raise ValueError(f"window must be a positive number of tokens, got {window}")
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    base = MemoryContextConfig(enabled=True, cross_session=len(scenario.sessions) > 1)
+    base = MemoryContextConfig(cross_session=len(scenario.sessions) > 1)
     config = base.with_overrides(dict(config_overrides or {}))
     counter = MeteredCounter(config.token_counter)
     infos = IdentityInfos()

@@ -67,7 +67,7 @@ def parse_sweep(spec: str) -> tuple[str, list[Any]]:
         raise EvalError(f"--sweep {spec!r}: a value is given twice")
     for value in parsed:
         try:
-            MemoryContextConfig(enabled=True).with_overrides({key.strip(): value})
+            MemoryContextConfig().with_overrides({key.strip(): value})
         except ValueError as exc:
             raise EvalError(f"--sweep {key.strip()}={value!r}: {exc}") from None
     return key.strip(), parsed

@@ -33,9 +33,10 @@ def config_error(data: dict[str, Any]) -> str:
 
 
 def test_top_level_defaults_match_seed_000_and_design() -> None:
-    """Seed defaults, except the two that measurement changed (kept in ``seed_preset``)."""
+    """Seed defaults, except the two that measurement changed (kept in ``seed_preset``) and
+    ``enabled``: constructing memctx is the opt-in, ``false`` the explicit off switch."""
     c = MemoryContextConfig()
-    assert c.enabled is False
+    assert c.enabled is True
     assert c.hard_cap_tokens == 4000
     assert c.embedding_model == "hash"
     assert c.redaction is True

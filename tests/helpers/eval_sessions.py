@@ -142,7 +142,7 @@ def strategy_setup(work_dir: Path, window: int = 8_000, **overrides: Any) -> Str
     return StrategySetup(
         window=window,
         embedding="hash",
-        config=MemoryContextConfig(enabled=True).with_overrides(overrides),
+        config=MemoryContextConfig().with_overrides(overrides),
         work_dir=work_dir,
         counter=TokenCounter(),
         infos=InfoCache(),

@@ -48,7 +48,7 @@ def summary_model(summary: Mapping[str, Any]) -> str | None:
     if not isinstance(overrides, Mapping):
         return None
     try:
-        return MemoryContextConfig(enabled=True).with_overrides(overrides).extraction_model
+        return MemoryContextConfig().with_overrides(overrides).extraction_model
     except (MemctxError, ValueError, TypeError):
         return None  # a summary edited by hand: better no sentence than a wrong one
 
