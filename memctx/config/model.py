@@ -612,6 +612,12 @@ def _unknown(model: type[BaseModel] | None, key: str) -> str:
         return "unknown field"
     if (found := _field(model, key)) is not None:
         return f"given twice (as {found[0]!r} and {found[1].alias!r}); use one spelling"
+    section, dot, rest = key.partition(".")
+    if dot and _field(model, section) is not None:  # "compaction.mode" as one key of a file
+        return (
+            f"unknown field; dotted keys are for --set and with_overrides, a file nests "
+            f'sections: {{"{section}": {{"{rest}": ...}}}} in JSON, [{section}] in TOML'
+        )
     names = {}
     for name, info in model.model_fields.items():
         names.update({name.lower(): name, (info.alias or name).lower(): info.alias or name})
