@@ -23,6 +23,7 @@ from .model import (
     defaults,
     parse_duration,
 )
+from .reference import CONFIG_DOCS_PATH, config_reference
 
 __all__ = [
     "DEFAULT_CONFIG",
