@@ -134,14 +134,15 @@ def sweep_notes(
         if len(same) < 2:
             continue
         at = ", ".join(f"{cap:,} at {w:,} tokens" for w, cap in zip(played, caps, strict=True))
+        every = len(same) == len(values)
         who = (
             "every value of this sweep gives"
-            if len(same) == len(values)
+            if every
             else f"{', '.join(_shown(key, v) for v in same)} give"
         )
         notes.append(
-            f"{who} the same recall cap at every window played ({at}) and differ in nothing "
-            "else: their points are identical by construction"
+            f"{who} the same recall cap at every window played ({at}) and nothing else "
+            f"differs: {'the' if every else 'their'} points are identical by construction"
         )
     return notes
 

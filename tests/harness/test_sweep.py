@@ -92,12 +92,13 @@ def test_sweep_notes_say_when_hard_cap_is_capped_and_points_are_identical() -> N
         "hardCapTokens 8,000 is capped at 2,400 by recallWindowRatio 0.1 of the 24,000-token "
         "window; raise recallWindowRatio to 0.334 to use it",
         "hardCapTokens=4000, hardCapTokens=8000 give the same recall cap at every window "
-        "played (2,400 at 24,000 tokens) and differ in nothing else: their points are "
+        "played (2,400 at 24,000 tokens) and nothing else differs: their points are "
         "identical by construction",
     ]
     every = sweep_notes(_options(), "hard_cap_tokens", [4000, 8000], windows=[10_000, 24_000])
     assert every[-1].startswith("every value of this sweep gives the same recall cap")
     assert "(1,000 at 10,000 tokens, 2,400 at 24,000 tokens)" in every[-1]
+    assert every[-1].endswith("nothing else differs: the points are identical by construction")
 
 
 def test_sweep_notes_stay_silent_when_the_cap_is_the_setting_or_more_changes() -> None:
