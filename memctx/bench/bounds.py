@@ -108,7 +108,7 @@ def _run_one(case: str) -> dict[str, float]:
     floor = time.perf_counter() - start
     with tempfile.TemporaryDirectory(prefix="memctx-bounds-") as tmp:
         mem = MemoryContext(
-            MemoryContextConfig(enabled=True),
+            MemoryContextConfig(),
             store_dir=tmp,
             session_id="bounds",
             context_window_tokens=200_000,

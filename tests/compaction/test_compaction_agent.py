@@ -43,7 +43,7 @@ def _history(turns: int, words: int = 120) -> list[dict[str, Any]]:
 
 def _compactor() -> tuple[AgentCompactor, TokenCounter]:
     counter = TokenCounter()
-    config = MemoryContextConfig(enabled=True)
+    config = MemoryContextConfig()
     return AgentCompactor(config, WINDOW, LLMClient(), counter=counter, infos=InfoCache()), counter
 
 
