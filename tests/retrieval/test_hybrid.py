@@ -349,6 +349,53 @@ def test_hybrid_search_equals_the_per_key_reference(
             assert g.text == ref.text
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 80), st.booleans())
+def test_hybrid_search_ranks_the_same_under_sparse_keys(seed: int, n: int, filtered: bool) -> None:
+    # Keys far apart switch the indexes' dense look-up arrays off (dict look-ups instead, in
+    # the episode links, the vector rows and the BM25 slots): the same corpus under keys
+    # shifted by 10**12 must rank exactly the same, to the bit.
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
+    sessions = [rng.choice("ab") for _ in range(n)]
+    stamps = sorted(rng.uniform(0, 3 * 86_400) for _ in range(n))
+    removed = rng.sample(range(n), n // 5)
+    matrix = EMB.embed(texts)
+    ranked: list[list[list[tuple[int, float, float, float]]]] = []
+    for offset in (0, 10**12):
+        bm25, vectors, episodes = BM25Index(), VectorIndex(EMB.dim), EpisodeIndex()
+        for i, text in enumerate(texts):
+            bm25.add(i + offset, tokenize(text))
+            vectors.add(i + offset, matrix[i])
+            episodes.add(i + offset, sessions[i], stamps[i])
+        for i in removed:
+            bm25.remove(i + offset)
+            vectors.remove(i + offset)
+            episodes.remove(i + offset)
+        allowed = (
+            frozenset(i + offset for i in range(n) if sessions[i] == "a") if filtered else None
+        )
+        ranked.append(
+            [
+                [
+                    (h.key - offset, h.score, h.vector, h.text)
+                    for h in hybrid_search(
+                        query,
+                        bm25=bm25,
+                        vectors=vectors,
+                        embedder=EMB,
+                        episodes=episodes,
+                        allowed=allowed,
+                        params=SearchParams(candidates=7),
+                        limit=10,
+                    )
+                ]
+                for query in ("redis queue", "docker port error", "cache")
+            ]
+        )
+    assert ranked[0] == ranked[1]
+
+
 def test_episode_bulk_accessors_match_the_single_ones() -> None:
     episodes = EpisodeIndex(episode_gap_seconds=60)
     for key, (session, stamp) in enumerate(
