@@ -208,6 +208,7 @@ def hybrid_search(
     allowed: Collection[int] | None = None,
     params: SearchParams = DEFAULT_PARAMS,
     limit: int = 10,
+    exclude: Collection[int] = (),
 ) -> list[ScoredKey]:
     """Rank archived segments for ``query``; best first, at most ``limit``.
 
@@ -222,6 +223,9 @@ def hybrid_search(
         allowed: Keys the caller may see (e.g. its own session); ``None`` for all.
         params: Weights and decay (:class:`SearchParams`).
         limit: Results wanted.
+        exclude: Keys never returned (the caller's context holds them). They are still
+            scored, as neighbours and episode members of the others: the ranking of the
+            rest is the same as without ``exclude``, with these left out.
     """
     if not query.strip() or limit <= 0 or len(vectors) == 0:
         return []
@@ -268,7 +272,10 @@ def hybrid_search(
         stamps = map(timestamp_of, cand.tolist())
         factors = [1.0 if t is None else decay_factor(now - t, params) for t in stamps]
         scores = scores * np.array(factors)
-    ok = np.flatnonzero((scores >= params.min_score) & ~np.isnan(scores))
+    shown = (scores >= params.min_score) & ~np.isnan(scores)
+    if len(exclude):
+        shown &= ~np.isin(cand, key_array(exclude))
+    ok = np.flatnonzero(shown)
     order = ok[np.lexsort((cand[ok], -scores[ok]))[:limit]]
     # Python values in bulk (``tolist``): a numpy scalar per field and hit costs more than
     # the rest of the search when a caller asks for hundreds of hits.

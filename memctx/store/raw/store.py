@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -106,6 +106,12 @@ class RawStore(AppendingStore):
         with self._lock:
             self._ensure_open()
             return self._idx.key_of(segment_id)
+
+    def keys_of(self, segment_ids: Iterable[str]) -> list[int]:
+        """The keys of those of ``segment_ids`` that are live segments (one lock for all)."""
+        with self._lock:
+            self._ensure_open()
+            return [key for key in map(self._idx.key_of, segment_ids) if key is not None]
 
     def __len__(self) -> int:
         with self._lock:
