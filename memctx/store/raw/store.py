@@ -869,7 +869,7 @@ class RawStore:
         """The keys of those of ``segment_ids`` that are live segments (one lock for all)."""
         with self._lock:
             self._ensure_open()
-            return [key for key in map(self._idx.key_of, segment_ids) if key is not None]
+            return self._idx.keys_of(segment_ids)
 
     def __len__(self) -> int:
         with self._lock:
