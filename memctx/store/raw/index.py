@@ -76,6 +76,10 @@ class SegmentIndex:
         key = self._key_of_id.get(segment_id)
         return key if key in self.info else None
 
+    def key_for(self, segment_id: str) -> int | None:
+        """The key ``segment_id`` has, live or not (``None``: never indexed)."""
+        return self._key_of_id.get(segment_id)
+
     def keys_of(self, segment_ids: Iterable[str]) -> list[int]:
         """:meth:`key_of` of many ids, those that are live (a recall excludes ~900 a turn:
         the look-ups run in C, without a method call per id)."""
