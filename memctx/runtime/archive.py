@@ -59,7 +59,7 @@ from memctx.store import (
 from memctx.text import Redactor, tokenize
 from memctx.trim import IntArray, MessageFacts
 
-from .archive_keys import KeySet, archive_text, message_time
+from .archive_keys import KeySet, SegmentKeys, archive_text, message_time
 from .pieces import message_pieces
 from .worker import BackgroundWorker
 
@@ -119,6 +119,7 @@ class Archive:
         # stored). Keys, not segment ids: a search leaves out the segments in the context by
         # key, and a store keeps a segment id's key for its whole life (RawStore.key_for).
         self._seg_of: dict[Hashable, tuple[int, ...]] = {}
+        self._seg_keys = SegmentKeys()  # the same for trim-cache keys, as arrays
         self._pending: dict[Hashable, list[dict[str, Any]]] = {}  # message key -> not yet stored
         self._queued: Counter[Hashable] = Counter()  # message key -> batches queued, unsearched
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
@@ -217,11 +218,12 @@ class Archive:
             seg_of = self._seg_of
             if not seg_of:
                 return np.zeros(0, dtype=np.int64)
-            # One lookup per message sent: the archive of a long session is the larger side.
             # Store keys, not segment ids: no string is hashed or looked up again per turn.
-            found = list(filter(None, map(seg_of.get, keys.tolist())))
-            found += filter(None, (seg_of.get(("h", self.message_key(m))) for m in unread))
-        return np.fromiter(chain.from_iterable(found), dtype=np.int64)
+            found = self._seg_keys.of(keys)
+            if unread:
+                more = (seg_of.get(("h", self.message_key(m))) or () for m in unread)
+                found = np.concatenate((found, np.fromiter(chain.from_iterable(more), np.int64)))
+        return found
 
     def trimmed(
         self,
@@ -426,6 +428,9 @@ class Archive:
                         known = (*known, store_key)
                     ids.append(segment.id)
                 self._seg_of[key] = known
+            for key in dict.fromkeys(keys):  # the chunks of a message are all in one batch
+                if isinstance(key, int):
+                    self._seg_keys.set(key, self._seg_of[key])
         self.counts["archived"] += len(ids)
         self.counts["archive_duplicates"] += len(items) - len(ids)
         self._compact_later()

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctx import MemoryContextConfig, load_config
 from memctx.errors import StoreError
@@ -425,6 +427,24 @@ def test_key_set_answers_for_arrays_of_keys() -> None:
     keys.add([3, 5000])  # grows past its first size
     found = keys.has(np.array([3, 4, 5000, 5001, 10**7], dtype=np.int64))
     assert found.tolist() == [True, False, True, False, False]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3000), st.lists(st.integers(0, 10**6), max_size=4))),
+    st.lists(st.integers(0, 5000), max_size=40),
+)
+def test_segment_keys_answer_like_a_dict_of_tuples(
+    sets: list[tuple[int, list[int]]], probe: list[int]
+) -> None:
+    from memctx.runtime.archive_keys import SegmentKeys
+
+    index, model = SegmentKeys(), {}
+    for key, store_keys in sets:  # grows past its first sizes; a key set again: the latest
+        index.set(key, store_keys)
+        model[key] = store_keys
+    want = [k for key in probe for k in model.get(key, [])]
+    assert index.of(np.array(probe, dtype=np.int64)).tolist() == want
 
 
 def test_a_broken_pair_is_repaired_when_nothing_could_be_trimmed(tmp_path: Path) -> None:
