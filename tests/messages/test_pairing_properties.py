@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 import random
 from collections import Counter
 from typing import Any
@@ -27,18 +26,24 @@ from memctx.messages import (
 from tests.strategies import (
     FORMATS,
     damaged_conversations,
+    examples,
     fuzzed_conversations,
     random_damaged_conversation,
     valid_conversations,
 )
 
-# The issue asks for at least 1,000 examples per format in CI; locally too, it is fast.
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
-_settings = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# Everyday counts (seeded; the thorough profile runs 1,000 per format): drawing the
+# conversations is most of the cost. Each count still fails on every pairing mutant of
+# docs/testing.md that the 1,000-example run fails on; the fixed sample at the end of this
+# file adds 3,000 counted conversations per format on top.
+DAMAGED, VALID, DELETED, MALFORMED = 200, 100, 50, 200
+
+
+def _settings(everyday: int) -> settings:
+    return settings(
+        max_examples=examples(everyday),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 # --- an independent reference: the Anthropic API's rule, over each format's provider view ---
@@ -262,7 +267,7 @@ def _assert_nothing_valid_lost(fmt: str, messages: list[Any], repaired: list[Any
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_repair_of_damaged_conversations_is_valid_ordered_and_idempotent(fmt: str) -> None:
-    @_settings
+    @_settings(DAMAGED)
     @given(damaged_conversations(fmt))
     def check(messages: list[Any]) -> None:
         snapshot = copy.deepcopy(messages)
@@ -290,7 +295,7 @@ def test_repair_of_damaged_conversations_is_valid_ordered_and_idempotent(fmt: st
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_valid_conversations_are_left_exactly_as_they_are(fmt: str) -> None:
-    @_settings
+    @_settings(VALID)
     @given(valid_conversations(fmt))
     def check(messages: list[Any]) -> None:
         assert pairing_violations(messages) == [], pairing_violations(messages)
@@ -306,7 +311,7 @@ def test_valid_conversations_are_left_exactly_as_they_are(fmt: str) -> None:
 def test_deleting_any_single_result_is_detected(fmt: str) -> None:
     """pairing_violations is not vacuous: losing one answer is always reported."""
 
-    @settings(max_examples=max(EXAMPLES // 4, 50), deadline=None)
+    @_settings(DELETED)
     @given(valid_conversations(fmt), st.data())
     def check(messages: list[Any], data: st.DataObject) -> None:
         holders = [i for i, m in enumerate(messages) if inspect_message(m).tool_result_ids]
@@ -320,7 +325,7 @@ def test_deleting_any_single_result_is_detected(fmt: str) -> None:
     check()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_settings(MALFORMED)
 @given(fuzzed_conversations(hostile=True))
 def test_malformed_entries_never_crash_and_pass_through(messages: list[Any]) -> None:
     snapshot = copy.deepcopy(messages)
