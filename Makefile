@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup test check lint typecheck imports eval gate bench clean
+.PHONY: help setup test check lint typecheck imports docs eval gate bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ typecheck:
 imports:  ## the layers contract (import-linter) and public names only across subpackages
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python scripts/check_imports.py
+
+docs: setup  ## write docs/configuration.md from the config model
+	$(BIN)/python scripts/config_docs.py
 
 eval: setup  ## run the default benchmark; writes reports/latest/
 	$(BIN)/memctx eval

@@ -8,7 +8,8 @@ time and memory in proportion to their size (measured before the bounds: 94 s an
 - ``trim-5mb``: ``on_context`` that trims a 5.5 MB tool output out of a session.
 - ``first-50k``: the first ``on_context`` over a 50,000-message history.
 
-Each line prints the hook's wall time and the process's peak RSS against the stated bound,
+Each line prints the hook's wall time and the process's peak RSS against the stated bound
+(its own: :func:`memctx.bench.peak.own_peak_mb`, read in the case's process at its end),
 and the time against a floor measured in the same process: one ``json.dumps`` of the input,
 the least any hook that reads its input must spend. The background work the hook queued
 (archiving the rest, keeping an oversized output whole) is timed apart: it is off the
@@ -18,15 +19,14 @@ agent's path.
 from __future__ import annotations
 
 import json
-import os
 import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from .peak import CaseFailed, child_env, own_peak_mb, run_case_process
 
 __all__ = ["BOUNDS", "Bound", "run_bounds_bench"]
 
@@ -108,7 +108,7 @@ def _run_one(case: str) -> dict[str, float]:
     floor = time.perf_counter() - start
     with tempfile.TemporaryDirectory(prefix="memctx-bounds-") as tmp:
         mem = MemoryContext(
-            MemoryContextConfig(enabled=True),
+            MemoryContextConfig(),
             store_dir=tmp,
             session_id="bounds",
             context_window_tokens=200_000,
@@ -124,33 +124,27 @@ def _run_one(case: str) -> dict[str, float]:
         background = time.perf_counter() - start
         failures = sum(v for k, v in mem.stats()["counts"].items() if k.endswith("failures"))
         mem.close()
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "seconds": seconds,
         "background": background,
         "floor": floor,
-        "peak_mb": peak_kb / 1024,
+        "peak_mb": own_peak_mb(),
         "failures": failures,
     }
 
 
 def run_bounds_bench() -> bool:
     """Run every case in its own process; print each against its bound. ``True``: all met."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     ok = True
     for bound in BOUNDS:
-        proc = subprocess.run(
-            [sys.executable, "-m", "memctx.bench.bounds", bound.case],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-        if proc.returncode != 0:
-            print(f"{bound.case}: FAILED to run\n{proc.stderr[-2000:]}")
+        try:
+            r = run_case_process(
+                [sys.executable, "-m", "memctx.bench.bounds", bound.case], env=child_env()
+            )
+        except CaseFailed as exc:
+            print(f"{bound.case}: FAILED to run: {exc}")
             ok = False
             continue
-        r = json.loads(proc.stdout.strip().splitlines()[-1])
         met = r["seconds"] <= bound.seconds and r["peak_mb"] <= bound.peak_mb and not r["failures"]
         ok = ok and met
         print(

@@ -108,9 +108,7 @@ def _run_case(
     root: Path, full: list[dict[str, Any]], *, cross_session: bool, turns: int, seed: int,
     naive_turns: int,
 ) -> dict[str, Any]:  # fmt: skip
-    config = MemoryContextConfig(
-        enabled=True, knowledge_extraction=False, cross_session=cross_session
-    )
+    config = MemoryContextConfig(knowledge_extraction=False, cross_session=cross_session)
     with MemoryContext(
         config, store_dir=root, session_id=SESSION, context_window_tokens=200_000
     ) as mem:

@@ -19,9 +19,10 @@ What each figure measures:
   embedding, the JSONL append and the ``vectors.bin`` append (``durable=False``).
 - **reopen** and **memory**: a fresh interpreter opens the closed store and runs a first
   search (``vectors.bin`` healthy, so nothing is embedded), then 99 more; its peak RSS
-  (``ru_maxrss``) is the store's resident memory, printed next to the RSS of the bare
-  interpreter with memctx imported. The reopen is also timed without ``bm25.cache`` (the
-  first open after a crash), when every segment's terms are counted again.
+  (its own: ``VmHWM``, :func:`memctx.bench.peak.own_peak_mb`) is the store's resident
+  memory, printed next to the RSS of the bare interpreter with memctx imported. The
+  reopen is also timed without ``bm25.cache`` (the first open after a crash), when every
+  segment's terms are counted again.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import json
 import math
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,11 +41,12 @@ from typing import Any
 import numpy as np
 
 from .corpus import T_END, make_corpus, make_queries
+from .peak import child_env, run_case_process
 
-__all__ = ["run_store_bench"]
+__all__ = ["CountingEmbedder", "run_store_bench"]
 
 
-class _CountingEmbedder:
+class CountingEmbedder:
     """Hash embeddings that count the texts embedded (a healthy reopen embeds none)."""
 
     def __init__(self, dim: int = 384) -> None:
@@ -83,15 +84,16 @@ def _report(
 
 
 _REOPEN_SCRIPT = r"""
-import json, resource, sys, time
+import json, sys, time
 from memctx.bench.corpus import T_END, make_queries
-from memctx.bench.store import _CountingEmbedder
+from memctx.bench.peak import own_peak_mb
+from memctx.bench.store import CountingEmbedder
 from memctx.store.memory_search import search_store
 from memctx.store.raw.store import RawStore
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = own_peak_mb()
 directory, seed, searches = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 queries = make_queries(searches, seed)
-embedder = _CountingEmbedder()
+embedder = CountingEmbedder()
 start = time.perf_counter()
 store = RawStore(directory, embedder=embedder, clock=lambda: T_END + 86_400.0).open()
 embedded = embedder.texts  # segments re-embedded by the load (0 with a healthy vectors.bin)
@@ -102,30 +104,18 @@ for q in queries[1:]:
     t = time.perf_counter()
     search_store(store, q, limit=10, cross_session=True)
     times.append(time.perf_counter() - t)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-try:  # the kernel's own high-water mark of this address space, as a cross-check
-    status = open("/proc/self/status").read()
-    hwm = int(status.split("VmHWM:")[1].split()[0])
-except (OSError, IndexError, ValueError):
-    hwm = None
 times.sort()
 print(json.dumps({"reopen_s": reopen, "embedded": embedded, "segments": len(store),
-                  "base_kb": base, "peak_kb": peak, "hwm_kb": hwm,
+                  "base_mb": base, "peak_mb": own_peak_mb(),
                   "search_p50_s": times[len(times) // 2] if times else None}))
 """
 
 
 def _reopen_in_fresh_process(directory: Path, seed: int, searches: int = 100) -> dict[str, Any]:
-    # A fresh interpreter: no warm tokenizer caches, and ru_maxrss is the store's own peak.
-    # Linux keeps ru_maxrss across exec, so a child exec'd straight from this (large)
-    # process would report *our* peak; a shell in between that forks (not execs) python
-    # gives it a fresh rusage. Linux reports ru_maxrss in KiB (this benchmark targets Linux).
-    shell = 'python="$1"; shift; "$python" "$@"; exit $?'
-    args = ["/bin/sh", "-c", shell, "sh", sys.executable, "-c", _REOPEN_SCRIPT]
-    args += [str(directory), str(seed), str(searches)]
-    done = subprocess.run(args, capture_output=True, text=True, check=True, timeout=300)
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    # A fresh interpreter: no warm tokenizer caches, and a peak of its own (VmHWM, see
+    # memctx.bench.peak: ru_maxrss would carry this process's larger peak across exec).
+    args = [sys.executable, "-c", _REOPEN_SCRIPT, str(directory), str(seed), str(searches)]
+    return run_case_process(args, env=child_env(), timeout=300)
 
 
 def _naive_baseline(
@@ -265,7 +255,7 @@ def run_store_bench(n: int = 20_000, seed: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memctx-bench-") as tmp:
         directory = Path(tmp) / "store"
         store = RawStore(
-            directory, embedder=_CountingEmbedder(), max_segments=n, clock=lambda: T_END + 86_400.0
+            directory, embedder=CountingEmbedder(), max_segments=n, clock=lambda: T_END + 86_400.0
         )
         start = time.perf_counter()
         for i in range(0, n, 500):
@@ -309,7 +299,7 @@ def run_store_bench(n: int = 20_000, seed: int = 0) -> dict[str, Any]:
             vecs,
             [tokenize(it["content"]) for it in singles[:3]],
             [tokenize(q) for q in queries[:20]],
-            _CountingEmbedder().embed(queries[:20]),
+            CountingEmbedder().embed(queries[:20]),
             Path(tmp),
         )
         shutil.rmtree(directory, ignore_errors=True)
@@ -347,34 +337,10 @@ def run_store_bench(n: int = 20_000, seed: int = 0) -> dict[str, Any]:
     _report(
         out, "reopen_cold_s", "  same, without bm25.cache (after a crash)", cold["reopen_s"], "s", 2
     )
-    _report(
-        out, "peak_rss_mb", "peak RSS: reopen + 100 searches", fresh["peak_kb"] / 1024, "MB", 250
-    )
-    _report(
-        out,
-        "base_rss_mb",
-        "  bare interpreter + memctx imports",
-        fresh["base_kb"] / 1024,
-        "MB",
-        None,
-    )
-    if fresh.get("hwm_kb"):
-        _report(
-            out,
-            "hwm_mb",
-            "  cross-check: VmHWM of that process",
-            fresh["hwm_kb"] / 1024,
-            "MB",
-            None,
-        )
-    _report(
-        out,
-        "cold_rss_mb",
-        "  peak RSS of the reopen without bm25.cache",
-        cold["peak_kb"] / 1024,
-        "MB",
-        250,
-    )
+    _report(out, "peak_rss_mb", "peak RSS: reopen + 100 searches", fresh["peak_mb"], "MB", 250)
+    _report(out, "base_rss_mb", "  bare interpreter + memctx imports", fresh["base_mb"], "MB", None)
+    cold_label = "  peak RSS of the reopen without bm25.cache"
+    _report(out, "cold_rss_mb", cold_label, cold["peak_mb"], "MB", 250)
     print(
         f"  {'speed-up vs naive, search (both at N=' + format(n, ',') + ')':<46} "
         f"{search_ratio:>9.0f} x    naive {naive_search * 1e3:.0f} ms vs p50 {p50:.2f} ms "

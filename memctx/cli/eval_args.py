@@ -1,20 +1,18 @@
 """``memctx eval``'s arguments: the parser's options and the harness options built from them.
 
 Every check that can be made from the arguments alone is made here, before any work
-(:func:`options_from_args`): bad numbers, ``--config`` files, ``--set`` keys, limits that
-need a model.
+(:func:`options_from_args`): bad numbers, ``--config`` files and ``--set`` keys (read as
+every command reads them: :func:`memctx.cli.options.config_from_args`), limits that need a
+model.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import tomllib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .options import OptionError, parse_set, positive
+from .options import CONFIG_HELP, OptionError, config_from_args, positive
 
 __all__ = [
     "add_eval_arguments",
@@ -81,9 +79,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
     )
-    parser.add_argument(
-        "--config", help="JSON or TOML file of config overrides (nested or dotted keys)"
-    )
+    parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     parser.add_argument(
         "--llm", metavar="MODEL", help="answer and judge probes with this litellm model"
     )
@@ -175,50 +171,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-report", action="store_true", help="skip report.md/html/charts")
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(_flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
-
-
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from memctx.config import MemoryContextConfig
-
-    overrides: dict[str, Any] = {}
-    if args.config:
-        overrides.update(_flatten(_read_overrides(Path(args.config))))
-    overrides.update(parse_set(args.set))
-    # Fail now, naming the key, rather than in every worker.
-    MemoryContextConfig(enabled=True).with_overrides(overrides)
-    return overrides
-
-
-def _read_overrides(path: Path) -> Mapping[str, Any]:
-    """The object of a ``--config`` JSON or TOML file (errors never quote the file)."""
-    from memctx.transcripts import open_input_file
-
-    with open_input_file(path, what="--config file") as handle:
-        text = handle.read_text()
-    fix = "pass a JSON or TOML file holding an object of config keys"
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise OptionError(f"--config {path} is not JSON ({exc.msg} at {where}); {fix}") from None
-    except tomllib.TOMLDecodeError as exc:  # its message gives the line, not the text
-        raise OptionError(f"--config {path} is not TOML ({exc}); {fix}") from None
-    except (ValueError, RecursionError) as exc:
-        raise OptionError(f"--config {path} cannot be read ({type(exc).__name__}); {fix}") from None
-    if not isinstance(data, Mapping):
-        raise OptionError(
-            f"--config {path} holds a JSON {type(data).__name__}, not an object; {fix}"
-        )
-    return data
+    """The run's settings as the dotted camelCase dict recorded in its summary: what
+    ``--config`` and ``--set`` give explicitly (defaults left out), so the summary alone
+    reproduces the run. Invalid settings fail here, naming the key, not in every worker."""
+    return config_from_args(args.config, args.set).explicit_settings()
 
 
 def options_from_args(args: argparse.Namespace) -> Any:

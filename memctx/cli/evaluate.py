@@ -153,7 +153,7 @@ def eval_command(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace, options: Any) -> int:
     """``--sweep``: one run per value, each reported, then the curve."""
     from memctx.errors import MemctxError
-    from memctx.harness import EvalError, format_sweep, parse_sweep, run_sweep
+    from memctx.harness import EvalError, format_sweep, parse_sweep, run_sweep, sweep_notes
     from memctx.harness.report import write_report
 
     key, values = parse_sweep(args.sweep)
@@ -163,7 +163,12 @@ def _sweep(args: argparse.Namespace, options: Any) -> int:
             write_report(run_dir)
 
     try:
-        folder, points = run_sweep(options, key, values, after_each=report)
+        # Said before the first run too: a sweep whose points are identical by construction
+        # can be stopped before it spends the time.
+        notes = sweep_notes(options, key, values)
+        for note in notes:
+            print(f"memctx: note: {note}", file=sys.stderr)
+        folder, points = run_sweep(options, key, values, after_each=report, notes=notes)
         if not args.no_report:
             from memctx.harness.report import sweep_chart
 
@@ -175,7 +180,7 @@ def _sweep(args: argparse.Namespace, options: Any) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(describe_os_error(exc))
-    print(format_sweep(key, points))
+    print("".join(f"Note: {note}.\n\n" for note in notes) + format_sweep(key, points))
     print(f"\nsweep folder: {folder} (sweep.md, sweep.json; one run folder per value)")
     violations = sum(p.violations for p in points)
     if violations:

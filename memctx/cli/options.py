@@ -1,4 +1,4 @@
-"""What the commands share: ``--set KEY=VALUE``, option checks, the one-line error.
+"""What the commands share: ``--config``/``--set`` settings, option checks, the one-line error.
 
 Every error the command line prints is one line, ``memctx: error: <problem>; <fix>``, on
 stderr, with exit status 2 (bad input); argparse's own usage errors look the same.
@@ -11,14 +11,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memctx.errors import MemctxError
 
+if TYPE_CHECKING:
+    from memctx.config import MemoryContextConfig
+
 __all__ = [
+    "CONFIG_HELP",
     "ERROR_STATUS",
     "OptionError",
     "check_llm_credentials",
+    "config_from_args",
     "describe_os_error",
     "existing_dir",
     "fail",
@@ -79,6 +84,34 @@ def parse_set(items: Sequence[str] | None) -> dict[str, Any]:
             raise OptionError(f"--set {shown!r}: expected KEY=VALUE, e.g. --set hardCapTokens=2000")
         out[key.strip()] = _parse_value(value.strip())
     return out
+
+
+CONFIG_HELP = (
+    "settings file: memctx .toml / .json / .json5, or an agent's openclaw.json (its "
+    "agents.defaults.memoryContext, .compaction, .contextPruning and .memorySearch); "
+    "--set applies on top (docs/configuration.md lists every setting)"
+)
+
+
+def config_from_args(config_file: str | None, sets: Sequence[str] | None) -> MemoryContextConfig:
+    """The settings of a command: ``--config FILE`` read by :func:`memctx.config.load_config`
+    (the one reader of config files, with its line and column errors), then each ``--set
+    KEY=VALUE`` on top (:meth:`~memctx.config.MemoryContextConfig.with_overrides`).
+
+    Raises:
+        MemctxError: The file is not a readable regular file within the input size cap, it
+            or a ``--set`` holds an invalid setting, or a ``--set`` item is not KEY=VALUE.
+    """
+    from memctx.config import MemoryContextConfig, load_config
+    from memctx.transcripts import check_input_file
+
+    overrides = parse_set(sets)  # a malformed item is named before the file is read
+    config = MemoryContextConfig()
+    if config_file:
+        # A FIFO would block the read and a huge file flood memory: refused before reading.
+        check_input_file(config_file, what="--config file")
+        config = load_config(config_file)
+    return config.with_overrides(overrides)
 
 
 def positive(option: str, values: Sequence[int] | int | None, *, zero: bool = False) -> None:

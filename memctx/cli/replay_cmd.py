@@ -25,11 +25,12 @@ from memctx.errors import MemctxError
 
 from .inputs import TRANSCRIPT_ARG_HELP, load_transcript_arg
 from .options import (
+    CONFIG_HELP,
     OptionError,
     check_llm_credentials,
+    config_from_args,
     describe_os_error,
     fail,
-    parse_set,
     positive,
 )
 
@@ -54,7 +55,7 @@ def add_replay_arguments(replay: argparse.ArgumentParser) -> None:
         default=None,
         help="context window in tokens (repeatable; default 200000 and 64000)",
     )
-    replay.add_argument("--config", help="memctx config file or openclaw.json")
+    replay.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     replay.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="config override (repeatable)"
     )
@@ -159,18 +160,11 @@ def _check_strategies(strategies: list[str]) -> None:
 
 
 def _replay_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The config file's settings (memory context always on), then each ``--set``; the
-    result checked as a config, and a real ``extractionModel``'s credentials with it."""
-    from memctx.config import MemoryContextConfig, load_config
-    from memctx.transcripts import open_input_file
+    """The settings ``--config`` and ``--set`` give (:func:`config_from_args`, as ``eval``
+    reads them), as dotted keys; a real ``extractionModel``'s credentials checked with them.
 
-    overrides: dict[str, Any] = {}
-    if args.config:
-        with open_input_file(args.config, what="--config file") as handle:
-            handle.read_text()  # a regular UTF-8 file within the cap, or an error naming why
-        overrides.update(load_config(args.config).model_dump(by_alias=True))
-        overrides["enabled"] = True  # replaying is the opt-in, whatever the file says
-    overrides.update(parse_set(args.set))
-    config = MemoryContextConfig(enabled=True).with_overrides(dict(overrides))
+    A file's ``enabled=false`` is kept: the replay then shows memctx switched off (the engine
+    warns once); ``--set enabled=true`` turns it on."""
+    config = config_from_args(args.config, args.set)
     check_llm_credentials(config.extraction_model, option="extractionModel")
-    return overrides
+    return config.explicit_settings()

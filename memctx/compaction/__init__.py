@@ -1,5 +1,8 @@
 """Compaction: what replaces old history when a context nears its window.
 
+- What every entry point below is set up with (:class:`CompactionSetup`): the summarising
+  LLM, the config, the windows, the prompt, the token counter and the anatomy cache, built
+  once per conversation; each call takes only what changes per call.
 - The compaction core of seed 001 (:func:`compact_history`): token budgets and the adaptive
   chunk ratio (:mod:`.budget`), chunking that never separates a tool call from its result
   (:mod:`.chunking`), the summariser's view of a message (:mod:`.render`), the prompts
@@ -134,6 +137,7 @@ from .safeguard import (
     format_tool_failures,
     parse_file_operations,
 )
+from .setup import CompactionSetup
 from .sidecar import (
     SIDECAR_SUFFIX,
     SUMMARY_FORMAT,
@@ -196,6 +200,7 @@ from .turns import (
 __all__ = [
     "AgentCompactor",
     "CompactionError",
+    "CompactionSetup",
     "ContextOverflowError",
     "TurnCompactor",
     "compact_history",

@@ -18,14 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
-from memctx.messages import InfoCache, TokenCounter, is_compaction_summary, is_recalled_block
+from memctx.messages import is_compaction_summary, is_recalled_block
 
 from .budget import TAIL_SHARE, CompactionError, compaction_reserve
 from .guard import LoopGuard
 from .history import CompactionResult, compact_history
-from .prompts import SummaryPrompt
+from .setup import CompactionSetup
 
 __all__ = ["TAIL_SHARE", "AgentCompactor", "archivable", "compaction_reserve"]
 
@@ -57,38 +55,29 @@ class AgentCompactor:
     spacing.
 
     Args:
-        config: ``compaction`` gives the reserve, ratios, margin, mode and limits.
-        window: The context window in tokens.
-        client: The client that writes the summaries. Give it no disk cache: its prompts
-            hold the unredacted history.
-        counter: The caller's token counter (one cache).
-        infos: Anatomy cache shared with the caller.
-        prompt: ``"handoff"`` (seed 002's prompt) or ``"structured"``.
+        setup: The client that writes the summaries (give it no disk cache: its prompts
+            hold the unredacted history), the config (``compaction`` gives the reserve,
+            ratios, margin, mode and limits), the window, the prompt, and the counter and
+            anatomy cache shared with the caller.
         guard: The loop guard to share with the session's other triggers; ``None`` makes
-            one from ``config``.
+            one from ``setup.config``.
     """
 
-    def __init__(
-        self,
-        config: MemoryContextConfig,
-        window: int,
-        client: LLMClient,
-        *,
-        counter: TokenCounter,
-        infos: InfoCache,
-        prompt: SummaryPrompt = "handoff",
-        guard: LoopGuard | None = None,
-    ) -> None:
-        self.config = config
-        self.guard = guard if guard is not None else LoopGuard.from_config(config)
-        self.window = window
-        self.reserve = compaction_reserve(config, window)
-        self.client = client
-        self.prompt: SummaryPrompt = prompt
+    def __init__(self, setup: CompactionSetup, *, guard: LoopGuard | None = None) -> None:
+        self.setup = setup
+        self.guard = guard if guard is not None else LoopGuard.from_config(setup.config)
         self.failures = 0
         self.last_error = ""
-        self._counter = counter
-        self._infos = infos
+
+    @property
+    def window(self) -> int:
+        """The conversation's context window in tokens."""
+        return self.setup.window
+
+    @property
+    def reserve(self) -> int:
+        """Tokens kept free: ``min(compaction.reserveTokensFloor, window // 4)``."""
+        return self.setup.reserve
 
     @property
     def threshold(self) -> int:
@@ -132,16 +121,7 @@ class AgentCompactor:
         """The compacted transcript, or ``None`` when nothing changed (nothing old enough to
         summarise, or the compaction failed: see :attr:`failures`)."""
         try:
-            result = compact_history(
-                transcript,
-                client=self.client,
-                config=self.config,
-                window=self.window,
-                instructions=instructions,
-                prompt=self.prompt,
-                counter=self._counter,
-                infos=self._infos,
-            )
+            result = compact_history(transcript, self.setup, instructions=instructions)
         except CompactionError as exc:
             self.failures += 1
             self.last_error = str(exc)

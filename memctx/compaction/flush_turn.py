@@ -36,9 +36,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memctx.config import MemoryContextConfig, MemoryFlushConfig
+from memctx.config import MemoryFlushConfig
 from memctx.errors import StoreError
-from memctx.llm import LLMClient, LLMError, task_marker
+from memctx.llm import LLMError, task_marker
 from memctx.messages import (
     InfoCache,
     RoleKind,
@@ -48,8 +48,8 @@ from memctx.messages import (
 )
 from memctx.store import MemoryFiles
 
-from .budget import CompactionBudget
 from .render import cap_text, render_message
+from .setup import CompactionSetup
 
 __all__ = [
     "FLUSH_OUTPUT_INSTRUCTIONS",
@@ -228,46 +228,35 @@ def _new_lines(notes: str, memory: MemoryFiles, rel: str) -> str:
 
 def run_flush(
     messages: Sequence[Any],
-    client: LLMClient,
-    config: MemoryContextConfig,
+    setup: CompactionSetup,
     memory: MemoryFiles,
     now: dt.datetime | None = None,
-    *,
-    window: int,
-    summarizer_window: int | None = None,
-    counter: TokenCounter | None = None,
-    infos: InfoCache | None = None,
 ) -> FlushResult:
     """Run the silent flush turn over ``messages`` and append its notes to the daily log.
 
     Args:
         messages: The conversation, in any supported format; not modified.
-        client: Sends the request (``LLMClient()`` is the offline model).
-        config: ``compaction.memoryFlush`` gives the prompts and the switch; ``compaction``
-            the output limit and the safety margin.
+        setup: The client that sends the request, the windows (the summariser's bounds
+            the request), the counter and the anatomy cache; its config's
+            ``compaction.memoryFlush`` gives the prompts and the switch, ``compaction`` the
+            output limit and the safety margin. The summary prompt is not used.
         memory: The memory files the notes go into (and are searched in).
         now: When the flush runs (local time): the daily log's day and the heading's time.
             ``None``: now.
-        window: The conversation's context window in tokens.
-        summarizer_window: The flushing model's window; ``None`` means ``window``.
-        counter: Token counter (``TokenCounter()``: the seed's estimate).
-        infos: Anatomy cache to share with the caller.
 
     Returns:
         What happened; never raises for a failed call or write (see :attr:`FlushResult.outcome`).
 
     Raises:
         TypeError: ``messages`` is not a list of messages.
-        ValueError: A window is not a positive int.
     """
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise TypeError("messages must be a list of message dicts, e.g. [{'role': 'user', ...}]")
-    flush = config.compaction.memory_flush
-    budget = CompactionBudget.from_config(config, window, summarizer_window=summarizer_window)
+    flush = setup.config.compaction.memory_flush
+    budget = setup.budget()
     if not flush.enabled:
         return FlushResult(FlushOutcome.DISABLED, detail="compaction.memoryFlush.enabled is false")
-    counter = counter if counter is not None else TokenCounter()
-    infos = infos if infos is not None else InfoCache()
+    client, counter, infos = setup.client, setup.counter, setup.infos
     when = now if now is not None else dt.datetime.now()
     texts = _eligible(messages, infos)
     if not texts:

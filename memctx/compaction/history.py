@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
 from memctx.messages import (
     COMPACTED_PREFIX,
     InfoCache,
@@ -34,7 +32,7 @@ from memctx.messages import (
 from .budget import CompactionBudget, CompactionError, summary_message
 from .chunking import is_turn_start, prune_history_for_context_share, tail_start
 from .fit import fit_summary, min_summary_tokens
-from .prompts import TURN_PREFIX_INSTRUCTIONS, SummaryPrompt
+from .prompts import TURN_PREFIX_INSTRUCTIONS
 from .safeguard import (
     collect_file_operations,
     collect_tool_failures,
@@ -44,6 +42,7 @@ from .safeguard import (
     format_tool_failures,
     parse_file_operations,
 )
+from .setup import CompactionSetup
 from .summarize import FallbackLevel, StagedSummary, Summarizer, SummaryUsage, worst
 
 __all__ = ["CompactionResult", "HistoryCut", "compact_history", "plan_cut"]
@@ -169,35 +168,24 @@ def _earlier_summaries(
 
 def compact_history(
     messages: Sequence[Any],
+    setup: CompactionSetup,
     *,
-    client: LLMClient,
-    config: MemoryContextConfig,
-    window: int,
     previous_summary: str | None = None,
     instructions: str | None = None,
-    prompt: SummaryPrompt = "handoff",
-    summarizer_window: int | None = None,
     keep_recent_tokens: int | None = None,
-    counter: TokenCounter | None = None,
-    infos: InfoCache | None = None,
 ) -> CompactionResult:
     """Replace the old part of ``messages`` with one summary message (seed 001).
 
     Args:
         messages: The history, in any supported format; not modified.
-        client: Writes the summaries (``LLMClient()`` is the offline model).
-        config: ``compaction`` gives the reserve, ratios, margin, share, mode and limits.
-        window: The conversation's context window in tokens.
+        setup: The client that writes the summaries, the config (``compaction`` gives the
+            reserve, ratios, margin, share, mode and limits), the windows, the prompt, the
+            counter and the anatomy cache.
         previous_summary: The summary of an earlier compaction, if the caller keeps it
             apart; summary messages inside the old part are used as well.
         instructions: Extra focus for the summary (a user's ``/compact`` text).
-        prompt: ``"handoff"`` (seed 002's prompt) or ``"structured"`` (coding-agent
-            sections, every user instruction verbatim).
-        summarizer_window: The summarising model's window; ``None`` means ``window``.
         keep_recent_tokens: Tokens of newest messages kept verbatim; ``None`` means a
             quarter of the window.
-        counter: Token counter (``TokenCounter()``: the seed's estimate).
-        infos: Anatomy cache to share with the caller.
 
     Returns:
         The new history and what happened. When nothing is old enough to summarise and the
@@ -206,16 +194,13 @@ def compact_history(
     Raises:
         CompactionError: The result cannot fit ``window - reserve`` (system messages too
             large, or nothing left to summarise); the message says what to do.
-        ValueError: A window or ``keep_recent_tokens`` is not valid.
+        ValueError: ``keep_recent_tokens`` is not valid.
         TypeError: ``messages`` is not a list of messages.
     """
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise TypeError("messages must be a list of message dicts, e.g. [{'role': 'user', ...}]")
-    budget = CompactionBudget.from_config(
-        config, window, summarizer_window=summarizer_window, keep_recent_tokens=keep_recent_tokens
-    )
-    counter = counter if counter is not None else TokenCounter()
-    infos = infos if infos is not None else InfoCache()
+    budget = setup.budget(keep_recent_tokens)
+    counter, infos = setup.counter, setup.infos
     history = list(messages)
     tokens_before = counter.count_messages(history)
     cut = plan_cut(history, budget, counter, infos)
@@ -230,7 +215,7 @@ def compact_history(
     # carried forward, the recalled blocks dropped: they are recomputed every turn).
     if not old or (not fresh_ids and tokens_before <= budget.target_tokens):
         return _unchanged(history, tokens_before, budget, cut)
-    summarizer = Summarizer(client, budget, counter=counter, infos=infos, prompt=prompt)
+    summarizer = Summarizer(setup, budget)
     room = budget.target_tokens - tokens_before + counter.count_messages(old)
     if room < min_summary_tokens(counter):
         raise CompactionError(

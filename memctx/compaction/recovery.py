@@ -27,14 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
-from memctx.messages import InfoCache, TokenCounter
-
 from .budget import TAIL_SHARE, CompactionError
 from .history import CompactionResult, compact_history
 from .overflow import ContextOverflowError, is_context_overflow_error
-from .prompts import SummaryPrompt
+from .setup import CompactionSetup
 from .truncate import max_tool_result_chars, truncate_oversized_tool_results
 
 __all__ = [
@@ -119,39 +115,30 @@ def _first_line(exc: BaseException) -> str:
 
 def recover_from_overflow(
     messages: Sequence[Any],
+    setup: CompactionSetup,
     send: Callable[[list[Any]], T],
     *,
-    client: LLMClient,
-    config: MemoryContextConfig,
-    window: int,
-    summarizer_window: int | None = None,
     previous_summary: str | None = None,
     instructions: str | None = None,
-    prompt: SummaryPrompt = "handoff",
     max_attempts: int = MAX_OVERFLOW_COMPACTION_ATTEMPTS,
     tool_result_max_chars: int | None = None,
-    counter: TokenCounter | None = None,
-    infos: InfoCache | None = None,
 ) -> OverflowRecovery[T]:
     """Send ``messages``; on a context overflow compact, truncate, retry (module docstring).
 
     Args:
         messages: The history, in any supported format; not modified.
+        setup: What the compactions run with: the client that writes the summaries, the
+            config (``compaction`` gives the reserve, ratios, margin, share and mode), the
+            provider model's window and the summariser's, the prompt, the counter and the
+            anatomy cache.
         send: Sends a history to the provider and returns its reply; raises on failure. It
             receives a new list each time (the caller's own dicts where unchanged).
-        client: Writes the compaction summaries.
-        config: ``compaction`` gives the reserve, ratios, margin, share and mode.
-        window: The provider model's context window in tokens.
-        summarizer_window: The summarising model's window; ``None`` means ``window``.
         previous_summary: The summary of an earlier compaction kept apart, if any (given
             to the first compaction only; later ones find it in that one's summary).
         instructions: Extra focus for the summaries.
-        prompt: The summary prompt (``"handoff"`` or ``"structured"``).
         max_attempts: Compactions at most (the seed's 3); 0 goes straight to truncation.
         tool_result_max_chars: Tool results longer than this are cut in step 2; ``None``
-            means :func:`memctx.compaction.max_tool_result_chars` of ``window``.
-        counter: Token counter (``TokenCounter()``: the seed's estimate).
-        infos: Anatomy cache to share with the caller.
+            means :func:`memctx.compaction.max_tool_result_chars` of ``setup.window``.
 
     Returns:
         The accepted prompt, ``send``'s result and the path taken (``.path``).
@@ -172,8 +159,7 @@ def recover_from_overflow(
             f"tool_result_max_chars must be a positive int, got {tool_result_max_chars!r}: "
             "pass None for max_tool_result_chars(window)"
         )
-    counter = counter if counter is not None else TokenCounter()
-    infos = infos if infos is not None else InfoCache()
+    window, counter, infos = setup.window, setup.counter, setup.infos
     limit = (
         max_tool_result_chars(window) if tool_result_max_chars is None else tool_result_max_chars
     )
@@ -203,18 +189,12 @@ def recover_from_overflow(
             try:
                 done = compact_history(
                     current,
-                    client=client,
-                    config=config,
-                    window=window,
+                    setup,
                     # Later attempts find the first one's summary, which holds it, in the
                     # history: passing it again would summarise it twice.
                     previous_summary=None if compactions else previous_summary,
                     instructions=instructions,
-                    prompt=prompt,
-                    summarizer_window=summarizer_window,
                     keep_recent_tokens=overflow_keep_recent_tokens(window, attempts),
-                    counter=counter,
-                    infos=infos,
                 )
             except CompactionError as exc:
                 notes.append(f"compaction attempt {attempts} failed: {exc}")

@@ -25,18 +25,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from memctx.llm import LLMClient, LLMError, LLMResponse
-from memctx.messages import InfoCache, TokenCounter
+from memctx.llm import LLMError, LLMResponse
 
 from .budget import CompactionBudget, compute_adaptive_chunk_ratio, is_oversized_for_summary
 from .chunking import DEFAULT_PARTS, chunk_messages_by_max_tokens, split_messages_by_token_share
 from .prompts import (
     MERGE_SUMMARIES_INSTRUCTIONS,
     SUMMARY_TASK,
-    SummaryPrompt,
     summary_request,
 )
 from .render import labelled, render_message
+from .setup import CompactionSetup
 
 __all__ = [
     "DEFAULT_SUMMARY_FALLBACK",
@@ -123,27 +122,17 @@ class Summarizer:
     """Writes the summaries of one compaction and counts its calls.
 
     Args:
-        client: Every call goes through it (cache, retries, usage and cost).
-        budget: Windows, limits and ratios.
-        counter: Token counter for the rendered text and the requests.
-        infos: Anatomy cache shared with the caller.
-        prompt: ``"handoff"`` (seed 002) or ``"structured"``.
+        setup: The client every call goes through (cache, retries, usage and cost), the
+            prompt, and the counter and anatomy cache shared with the caller.
+        budget: Windows, limits and ratios of this compaction (:meth:`CompactionSetup.budget`).
     """
 
-    def __init__(
-        self,
-        client: LLMClient,
-        budget: CompactionBudget,
-        *,
-        counter: TokenCounter,
-        infos: InfoCache,
-        prompt: SummaryPrompt = "handoff",
-    ) -> None:
-        self.client = client
+    def __init__(self, setup: CompactionSetup, budget: CompactionBudget) -> None:
+        self.client = setup.client
         self.budget = budget
-        self.counter = counter
-        self.infos = infos
-        self.prompt: SummaryPrompt = prompt
+        self.counter = setup.counter
+        self.infos = setup.infos
+        self.prompt = setup.prompt
         self.notes: list[str] = []
         self._texts: dict[int, tuple[object, str, int]] = {}
         self._omitted: dict[int, str] = {}

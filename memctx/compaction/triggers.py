@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
-from memctx.messages import InfoCache, TokenCounter
 
 from .history import CompactionResult, compact_history
-from .prompts import SummaryPrompt
+from .setup import CompactionSetup
 
 __all__ = [
     "COMPACTION_TRIGGERS",
@@ -217,26 +215,20 @@ def parse_compact_command(text: str) -> CompactCommand | None:
 
 def manual_compact(
     messages: Sequence[Any],
+    setup: CompactionSetup,
     instructions: str | None = None,
     *,
-    client: LLMClient,
-    config: MemoryContextConfig,
-    window: int,
     previous_summary: str | None = None,
-    prompt: SummaryPrompt = "handoff",
-    summarizer_window: int | None = None,
     keep_recent_tokens: int | None = None,
-    counter: TokenCounter | None = None,
-    infos: InfoCache | None = None,
 ) -> CompactionResult:
     """The ``manual`` trigger: :func:`compact_history` with the user's ``/compact`` focus.
 
     Args:
         messages: The history; not modified.
+        setup: As for :func:`compact_history`.
         instructions: What the summary should focus on, or the whole ``/compact …`` command
             as typed (the command word is removed); blank means none.
-        client, config, window, previous_summary, prompt, summarizer_window,
-        keep_recent_tokens, counter, infos: As for :func:`compact_history`.
+        previous_summary, keep_recent_tokens: As for :func:`compact_history`.
 
     Returns:
         The compaction (``compacted`` False when nothing was old enough to summarise).
@@ -250,51 +242,34 @@ def manual_compact(
         focus = command.instructions if command is not None else (focus.strip() or None)
     return compact_history(
         messages,
-        client=client,
-        config=config,
-        window=window,
+        setup,
         previous_summary=previous_summary,
         instructions=focus,
-        prompt=prompt,
-        summarizer_window=summarizer_window,
         keep_recent_tokens=keep_recent_tokens,
-        counter=counter,
-        infos=infos,
     )
 
 
 def compact_with_safeguard(
     messages: Sequence[Any],
+    setup: CompactionSetup,
     *,
-    client: LLMClient,
-    config: MemoryContextConfig,
-    window: int,
     previous_summary: str | None = None,
     instructions: str | None = None,
-    prompt: SummaryPrompt = "handoff",
-    summarizer_window: int | None = None,
     keep_recent_tokens: int | None = None,
-    counter: TokenCounter | None = None,
-    infos: InfoCache | None = None,
 ) -> CompactionResult:
     """The ``safeguard`` trigger's compaction: :func:`compact_history` in safeguard mode.
 
-    Whatever ``config.compaction.mode`` says, the summary gets the safeguard sections (tool
-    failures, read/modified files, the split-turn prefix) and history pruning to
+    Whatever ``setup.config.compaction.mode`` says, the summary gets the safeguard sections
+    (tool failures, read/modified files, the split-turn prefix) and history pruning to
     ``maxHistoryShare``. Arguments as for :func:`compact_history`.
     """
+    config = setup.config
     if config.compaction.mode != "safeguard":
-        config = config.with_overrides({"compaction.mode": "safeguard"})
+        setup = replace(setup, config=config.with_overrides({"compaction.mode": "safeguard"}))
     return compact_history(
         messages,
-        client=client,
-        config=config,
-        window=window,
+        setup,
         previous_summary=previous_summary,
         instructions=instructions,
-        prompt=prompt,
-        summarizer_window=summarizer_window,
         keep_recent_tokens=keep_recent_tokens,
-        counter=counter,
-        infos=infos,
     )

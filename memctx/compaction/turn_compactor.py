@@ -14,13 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
-from memctx.messages import InfoCache, TokenCounter
-
-from .budget import CompactionBudget
 from .guard import LoopGuard
-from .prompts import SummaryPrompt
+from .setup import CompactionSetup
 from .turns import TurnCompactionResult, TurnCompactionStatus, compact_turns
 
 __all__ = ["TurnCompactor"]
@@ -31,44 +26,21 @@ class TurnCompactor:
     boundary, before the model call.
 
     Args:
-        config: The ``compaction`` section (threshold, recent turns, summary limit, spacing).
-        client: Writes the summaries.
-        window: The conversation's context window in tokens.
-        summarizer_window: The summarising model's window; ``None`` means ``window``.
+        setup: The client that writes the summaries, the config (the ``compaction``
+            section: threshold, recent turns, summary limit, spacing), the windows, the
+            prompt, and the counter and anatomy cache shared with the caller.
         guard: The loop guard to share with other triggers of the same session;
-            ``None`` makes one from ``config``.
-        prompt: ``"handoff"`` (seed 002) or ``"structured"``.
-        counter: Token counter shared with the caller.
-        infos: Anatomy cache shared with the caller.
+            ``None`` makes one from ``setup.config``.
     """
 
-    def __init__(
-        self,
-        config: MemoryContextConfig,
-        client: LLMClient,
-        *,
-        window: int,
-        summarizer_window: int | None = None,
-        guard: LoopGuard | None = None,
-        prompt: SummaryPrompt = "handoff",
-        counter: TokenCounter | None = None,
-        infos: InfoCache | None = None,
-    ) -> None:
-        # Checked here, not at the first compaction: a bad window is a set-up error.
-        CompactionBudget.from_config(config, window, summarizer_window=summarizer_window)
-        self.config = config
-        self.client = client
-        self.window = window
-        self.summarizer_window = summarizer_window
-        self.guard = guard if guard is not None else LoopGuard.from_config(config)
-        self.prompt: SummaryPrompt = prompt
-        self.counter = counter if counter is not None else TokenCounter()
-        self.infos = infos if infos is not None else InfoCache()
+    def __init__(self, setup: CompactionSetup, *, guard: LoopGuard | None = None) -> None:
+        self.setup = setup
+        self.guard = guard if guard is not None else LoopGuard.from_config(setup.config)
 
     @property
     def threshold(self) -> int:
         """``compaction.autoCompactThreshold``."""
-        return self.config.compaction.auto_compact_threshold
+        return self.setup.config.compaction.auto_compact_threshold
 
     def due(self, turn: int, *, last_input_tokens: int | None, estimated_tokens: int) -> str | None:
         """Why a compaction is due at ``turn`` (the threshold reached), or ``None``.
@@ -118,7 +90,7 @@ class TurnCompactor:
             raise ValueError(f"turn must be an int >= 0, got {turn!r}: pass the loop's turn")
         estimate = estimated_tokens
         if estimate is None:
-            estimate = self.counter.count_messages(history)
+            estimate = self.setup.counter.count_messages(history)
         fields = dict(turn=turn, tokens_before=estimate, tokens_after=estimate)
         trigger = self.due(turn, last_input_tokens=last_input_tokens, estimated_tokens=estimate)
         if trigger is None:
@@ -131,18 +103,7 @@ class TurnCompactor:
             return TurnCompactionResult.unchanged(
                 TurnCompactionStatus.DEFERRED, decision.reason, history, **fields
             )
-        result = compact_turns(
-            history,
-            client=self.client,
-            config=self.config,
-            window=self.window,
-            summarizer_window=self.summarizer_window,
-            instructions=instructions,
-            prompt=self.prompt,
-            turn=turn,
-            counter=self.counter,
-            infos=self.infos,
-        )
+        result = compact_turns(history, self.setup, instructions=instructions, turn=turn)
         if result.compacted:
             self.guard.record(turn, tokens_after=result.tokens_after, threshold=self.threshold)
         elif result.failed:

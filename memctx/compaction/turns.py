@@ -29,12 +29,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
 from memctx.messages import (
     COMPACTED_PREFIX,
     InfoCache,
-    TokenCounter,
     is_compaction_summary,
     is_recalled_block,
     leading_system_count,
@@ -42,10 +39,10 @@ from memctx.messages import (
     tool_spans,
 )
 
-from .budget import CompactionBudget, summary_message
+from .budget import summary_message
 from .chunking import is_turn_start
 from .fit import fit_summary, min_summary_tokens
-from .prompts import SummaryPrompt
+from .setup import CompactionSetup
 from .summarize import FallbackLevel, Summarizer, SummaryUsage
 
 __all__ = [
@@ -195,32 +192,22 @@ def plan_turn_cut(messages: Sequence[Any], recent_turns: int, infos: InfoCache) 
 
 def compact_turns(
     messages: Sequence[Any],
+    setup: CompactionSetup,
     *,
-    client: LLMClient,
-    config: MemoryContextConfig,
-    window: int,
-    summarizer_window: int | None = None,
     instructions: str | None = None,
-    prompt: SummaryPrompt = "handoff",
     turn: int | None = None,
-    counter: TokenCounter | None = None,
-    infos: InfoCache | None = None,
 ) -> TurnCompactionResult:
     """Compact ``messages`` now, seed 002's way (the trigger and guard are
     :class:`TurnCompactor`'s).
 
     Args:
         messages: The history, in any supported format; not modified.
-        client: Writes the summary (``LLMClient()`` is the offline model).
-        config: ``compaction.recentTurnBudget``, ``maxSummaryTokens``, the chunk ratios.
-        window: The context window in tokens (sizes the chunks; the output limit is at
-            most ``window // 16``, as in seed 001).
-        summarizer_window: The summarising model's window; ``None`` means ``window``.
+        setup: The client that writes the summary, the config
+            (``compaction.recentTurnBudget``, ``maxSummaryTokens``, the chunk ratios), the
+            window (sizes the chunks; the output limit is at most ``window // 16``, as in
+            seed 001) and the summariser's, the prompt, the counter and the anatomy cache.
         instructions: Extra focus for the summary.
-        prompt: ``"handoff"`` (seed 002's prompt) or ``"structured"``.
         turn: The caller's turn number, returned in the result for indexing.
-        counter: Token counter (``TokenCounter()``: the seed's estimate).
-        infos: Anatomy cache to share with the caller.
 
     Returns:
         The result. Once the arguments are valid it never raises: a failure is
@@ -228,17 +215,13 @@ def compact_turns(
 
     Raises:
         TypeError: ``messages`` is not a list of messages.
-        ValueError: A window is not a positive int.
     """
     history = _as_history(messages)
-    budget = CompactionBudget.from_config(
-        config, window, summarizer_window=summarizer_window, keep_recent_tokens=0
-    )
-    counter = counter if counter is not None else TokenCounter()
-    infos = infos if infos is not None else InfoCache()
+    budget = setup.budget(keep_recent_tokens=0)
+    counter, infos = setup.counter, setup.infos
     tokens_before = counter.count_messages(history)
     unchanged = dict(turn=turn, tokens_before=tokens_before, tokens_after=tokens_before)
-    recent = config.compaction.recent_turn_budget
+    recent = setup.config.compaction.recent_turn_budget
     cut = plan_turn_cut(history, recent, infos)
     old = history[cut.head : cut.cut]
     fresh = [m for m in old if not is_recalled_block(m) and not _summary(m, infos)]
@@ -251,7 +234,7 @@ def compact_turns(
         return TurnCompactionResult.unchanged(
             TurnCompactionStatus.NOTHING_TO_COMPACT, why, history, **unchanged
         )
-    summarizer = Summarizer(client, budget, counter=counter, infos=infos, prompt=prompt)
+    summarizer = Summarizer(setup, budget)
     try:
         return _summarise_and_assemble(
             history, cut, old, fresh, summarizer, instructions, turn, tokens_before

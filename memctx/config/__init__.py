@@ -24,6 +24,12 @@ from .model import (
     parse_duration,
 )
 
+# The interface to the other packages beyond __all__ (``X as X``: re-exported for mypy).
+from .recall_cap import recall_cap_note as recall_cap_note
+from .recall_cap import recall_caps as recall_caps
+from .reference import CONFIG_DOCS_PATH as CONFIG_DOCS_PATH
+from .reference import config_reference as config_reference
+
 __all__ = [
     "CompactionConfig",
     "ContextPruningConfig",

@@ -129,11 +129,19 @@ def load_config(path: str | os.PathLike[str]) -> MemoryContextConfig:
     if suffix not in ("", ".json", ".json5", ".toml"):
         raise ConfigError(f"{file}: unsupported config format {suffix!r}; use .json or .toml")
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        raw = file.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ConfigError(f"cannot read config file {file}: {exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{file}: not UTF-8 text: invalid byte at line {line}, byte offset {exc.start}; "
+            "save the file as UTF-8"
+        ) from None
     if suffix == ".toml":
         try:
             data: object = tomllib.loads(text)

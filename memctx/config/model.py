@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -93,13 +94,27 @@ def _duration(value: str) -> str:
     return value
 
 
-PositiveInt = Annotated[int, _rule(lambda v: v > 0, "a positive integer (> 0)")]
-NonNegativeInt = Annotated[int, _rule(lambda v: v >= 0, "an integer >= 0")]
-PositiveFloat = Annotated[float, _rule(lambda v: 0 < v < math.inf, "a finite number > 0")]
-Ratio = Annotated[float, _rule(lambda v: 0 < v <= 1, "in (0, 1]")]
-Weight = Annotated[float, _rule(lambda v: 0 <= v <= 1, "in [0, 1]")]
-Text = Annotated[str, AfterValidator(_non_empty)]
-Duration = Annotated[str, AfterValidator(_duration)]
+@dataclass(frozen=True)
+class Shown:
+    """How docs/configuration.md names a constrained setting's type (``integer > 0``), as
+    ``Annotated`` metadata beside its validator (pydantic ignores it)."""
+
+    text: str
+
+
+PositiveInt = Annotated[
+    int, _rule(lambda v: v > 0, "a positive integer (> 0)"), Shown("integer > 0")
+]
+NonNegativeInt = Annotated[int, _rule(lambda v: v >= 0, "an integer >= 0"), Shown("integer >= 0")]
+PositiveFloat = Annotated[
+    float, _rule(lambda v: 0 < v < math.inf, "a finite number > 0"), Shown("number > 0")
+]
+Ratio = Annotated[float, _rule(lambda v: 0 < v <= 1, "in (0, 1]"), Shown("number in (0, 1]")]
+Weight = Annotated[float, _rule(lambda v: 0 <= v <= 1, "in [0, 1]"), Shown("number in [0, 1]")]
+Text = Annotated[str, AfterValidator(_non_empty), Shown("non-empty string")]
+Duration = Annotated[
+    str, AfterValidator(_duration), Shown("duration: a number and ms, s, m, h or d")
+]
 
 
 def _check_weights(vector: float, text: float) -> None:
@@ -188,15 +203,20 @@ class CompactionConfig(_Model):
     """``safeguard`` adds tool failures, file lists and history pruning to summaries."""
     reserve_tokens_floor: NonNegativeInt = 20000
     """Minimum tokens kept free for the reply."""
-    max_history_share: Annotated[float, _rule(lambda v: 0.1 <= v <= 0.9, "in [0.1, 0.9]")] = 0.5
+    max_history_share: Annotated[
+        float, _rule(lambda v: 0.1 <= v <= 0.9, "in [0.1, 0.9]"), Shown("number in [0.1, 0.9]")
+    ] = 0.5
     """Largest share of the context window that kept history may take."""
     memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig)
     """Pre-compaction memory flush."""
     base_chunk_ratio: Ratio = 0.4
     """Largest summary chunk as a share of the window."""
     min_chunk_ratio: Ratio = 0.15
-    """Chunk ratio used when the average message exceeds 10% of the window."""
-    safety_margin: Annotated[float, _rule(lambda v: 1 <= v < math.inf, "a number >= 1")] = 1.2
+    """Chunk ratio used when the average message exceeds 10% of the window; at most
+    ``baseChunkRatio``."""
+    safety_margin: Annotated[
+        float, _rule(lambda v: 1 <= v < math.inf, "a number >= 1"), Shown("number >= 1")
+    ] = 1.2
     """Multiplier for estimated tokens (20% estimate tolerance)."""
     auto_compact_threshold: PositiveInt = 100000
     """Turn-based: compact when last input or estimated history tokens reach this."""
@@ -225,7 +245,7 @@ class SoftTrimConfig(_Model):
     head_chars: NonNegativeInt = 1500
     """Characters kept from the start."""
     tail_chars: NonNegativeInt = 1500
-    """Characters kept from the end."""
+    """Characters kept from the end; ``headChars + tailChars`` is less than ``maxChars``."""
 
     @model_validator(mode="after")
     def _check_sizes(self) -> Self:
@@ -377,10 +397,22 @@ class PlannerConfig(_Model):
 class MemoryContextConfig(_Model):
     """All memctx settings: the seed-000 fields, memctx's own defaults and four sections."""
 
-    enabled: bool = False
-    """Opt-in switch."""
+    enabled: bool = True
+    """``false`` turns memctx's hooks off: ``MemoryContext`` passes the messages through
+    unchanged, logs one warning saying so, and ``stats()`` reports ``"enabled": false``.
+    It switches the hooks, not a design: the ``memory-context`` strategies then send what
+    their own compaction keeps, and a strategy that does not use the hooks (``truncate``,
+    ``openclaw``, ``planner``) runs as its name says.
+
+    Seed 000 defaults this to ``false`` because there it is the opt-in of an extension
+    mounted in an agent that runs without it. In memctx, constructing memctx (a
+    ``MemoryContext``, a strategy) is the opt-in, so the default is ``true``: a file that
+    sets only ``hardCapTokens`` must not silently do nothing. Keep ``false`` for a config
+    file shared with an agent in which memctx should stay off."""
     hard_cap_tokens: PositiveInt = 4000
-    """Most tokens a recall block may take."""
+    """Most tokens a recall block may take. The block's cap is ``min(hardCapTokens,
+    floor(window x recallWindowRatio))``: with the default ratio 0.1, a value above a tenth
+    of the window changes nothing unless ``recallWindowRatio`` is raised too."""
     recall_placement: Literal["after-system", "before-request", "end"] = "before-request"
     """Where the recall block goes: ``before-request`` (just before the latest user request;
     the default), ``after-system`` (the seed's place: after the system prompt and a
@@ -446,9 +478,9 @@ class MemoryContextConfig(_Model):
     it (one segment each, a fifth shared with the next), so a question about one line of a
     5,000-token tool output finds that part, and the recall block shows that part instead of
     the output's head. 0 archives every message whole, as the seed does."""
-    archive_max_message_chars: Annotated[int, _rule(lambda v: v >= 4096, "an integer >= 4096")] = (
-        131_072
-    )
+    archive_max_message_chars: Annotated[
+        int, _rule(lambda v: v >= 4096, "an integer >= 4096"), Shown("integer >= 4096")
+    ] = 131_072
     """Characters of one message indexed at most. A longer message (a multi-MB tool output)
     is archived as its head and tail, half of this each, with a note naming
     ``tool-output/<name>.json`` in the store, where the middle is kept whole (redacted): one
@@ -603,6 +635,12 @@ def _unknown(model: type[BaseModel] | None, key: str) -> str:
         return "unknown field"
     if (found := _field(model, key)) is not None:
         return f"given twice (as {found[0]!r} and {found[1].alias!r}); use one spelling"
+    section, dot, rest = key.partition(".")
+    if dot and _field(model, section) is not None:  # "compaction.mode" as one key of a file
+        return (
+            f"unknown field; dotted keys are for --set and with_overrides, a file nests "
+            f'sections: {{"{section}": {{"{rest}": ...}}}} in JSON, [{section}] in TOML'
+        )
     names = {}
     for name, info in model.model_fields.items():
         names.update({name.lower(): name, (info.alias or name).lower(): info.alias or name})

@@ -103,6 +103,7 @@ from .schema import (
     upgrade_summary,
 )
 from .sweep import SWEEP_CHART, SweepPoint, format_sweep, parse_sweep, run_sweep
+from .sweep import sweep_notes as sweep_notes  # for the CLI; not in __all__
 from .trajectories import (
     TRAJECTORY_DATASETS,
     TRAJECTORY_WINDOWS,

@@ -181,7 +181,7 @@ def compare_compactions(
         ):
             overrides = {"hardCapTokens": cap, "recallWindowRatio": 1.0} if cap else {}
             engine = MemoryContext(
-                MemoryContextConfig(enabled=True).with_overrides(overrides),
+                MemoryContextConfig().with_overrides(overrides),
                 store_dir=Path(tmp) / config.replace(" ", "-").replace("'", ""),
                 session_id=session,
                 context_window_tokens=window,

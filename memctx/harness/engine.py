@@ -392,8 +392,6 @@ def job_config(
     explicit = config.explicit_settings()
     needed = MemoryContextConfig().with_overrides(dict(scenario.meta.get("settings") or {}))
     settings = {k: v for k, v in needed.explicit_settings().items() if k not in explicit}
-    if "enabled" not in explicit:
-        settings["enabled"] = True  # a replay is the opt-in
     if "crossSession" not in explicit:
         settings["crossSession"] = len(scenario.sessions) > 1
     if embedding != NO_EMBEDDING:

@@ -84,6 +84,12 @@ def provenance(options: Any, suites: Mapping[str, Sequence[Any]]) -> dict[str, A
         "generator_version": GENERATOR_VERSION,
         "datasets": datasets,
         "scenarios": scenarios_digest(suites),
+        # Each suite's own windows: what a run without --window plays (the report's recall
+        # cap note reads them).
+        "scenario_windows": {
+            suite: sorted({scenario.window for scenario in scenarios})
+            for suite, scenarios in suites.items()
+        },
         "seed": options.seed,
         "answer_model": options.answer_model,
         "judge_model": options.llm,

@@ -252,7 +252,7 @@ def transcript_fit(
     ``None`` when it reports no usage."""
     if not transcript.usage:
         return None
-    config = MemoryContextConfig(enabled=True).with_overrides(dict(overrides or {}))
+    config = MemoryContextConfig().with_overrides(dict(overrides or {}))
     return fit_usage(
         transcript.messages,
         {i: u.context_tokens for i, u in transcript.usage.items()},

@@ -37,44 +37,36 @@ def detail_items(
     ``exclude_ids`` names segments whose message is in the context being sent: recalling
     them would spend the cap on text the model already sees.
     """
+    # The search leaves them out itself (still scoring them, as the others' neighbours):
+    # the best ``limit`` of the rest in one search, not hundreds of hits filtered here.
+    hits = search_store(
+        store,
+        query,
+        limit=limit,
+        session_id=session_id,
+        cross_session=cross_session,
+        params=params,
+        exclude_ids=exclude_ids,
+    )
     out: list[RecallItem] = []
-    want = limit + len(exclude_ids)  # usually one search: the pool is bounded anyway
-    while True:
-        hits = search_store(
-            store,
-            query,
-            limit=want,
-            session_id=session_id,
-            cross_session=cross_session,
-            params=params,
-        )
-        with store.lock:
-            # Metadata first: no file read for segments that are skipped.
-            fresh = (
-                [h for h in hits if store.segment(h.key).id not in exclude_ids]
-                if exclude_ids
-                else hits
+    with store.lock:
+        for hit in hits:
+            segment = store.get(hit.key)
+            order = (segment.timestamp, hit.key)  # store keys grow with each add
+            source = message_source(
+                segment.session_id, segment.timestamp, segment.turn, segment.role
             )
-            if len(fresh) >= limit or len(hits) < want:
-                for hit in fresh[:limit]:
-                    segment = store.get(hit.key)
-                    order = (segment.timestamp, hit.key)  # store keys grow with each add
-                    source = message_source(
-                        segment.session_id, segment.timestamp, segment.turn, segment.role
-                    )
-                    out.append(
-                        RecallItem(
-                            "detail",
-                            segment.content,
-                            hit.score,
-                            segment.name or segment.role,
-                            segment.id,
-                            order,
-                            source,
-                            segment.session_id,
-                            hit.key,
-                        )
-                    )
-                break
-        want *= 4  # most of the best hits are still in the context: look further
+            out.append(
+                RecallItem(
+                    "detail",
+                    segment.content,
+                    hit.score,
+                    segment.name or segment.role,
+                    segment.id,
+                    order,
+                    source,
+                    segment.session_id,
+                    hit.key,
+                )
+            )
     return out

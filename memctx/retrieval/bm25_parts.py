@@ -194,8 +194,20 @@ class QueryScores:
         Best first; equal scores keep index order (the order of
         :meth:`BM25Index.normalized_scores`), so the cut at ``k`` is deterministic.
         """
+        slots, vals = self._ranked(k, allowed)
+        keys = self._slot_key[slots].tolist()
+        return list(zip(keys, (vals / self.best).tolist(), strict=True))
+
+    def top_keys(self, k: int, allowed: Collection[int] | None = None) -> IntArray:
+        """The keys of :meth:`top`, as an int64 array (no pair per key)."""
+        keys: IntArray = self._slot_key[self._ranked(k, allowed)[0]]
+        return keys
+
+    def _ranked(self, k: int, allowed: Collection[int] | None) -> tuple[IntArray, FloatArray]:
+        """Slots and raw scores of the ``k`` best matches among ``allowed``, in :meth:`top`
+        order."""
         if k <= 0 or not len(self._hits):
-            return []
+            return self._hits[:0], self._acc[:0]
         if allowed is None:
             slots = self._hits
         else:
@@ -208,8 +220,7 @@ class QueryScores:
             keep = np.flatnonzero(vals >= threshold)  # every tie with the k-th, for the order
             slots, vals = slots[keep], vals[keep]
         order = np.lexsort((slots, -vals))[:k]
-        keys = self._slot_key[slots[order]].tolist()
-        return list(zip(keys, (vals[order] / self.best).tolist(), strict=True))
+        return slots[order], vals[order]
 
 
 def ranked_prefix(keys: IntArray, vals: FloatArray, m: int) -> list[tuple[int, float]]:

@@ -48,7 +48,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from itertools import repeat
-from typing import cast
 
 import numpy as np
 
@@ -56,7 +55,7 @@ from memctx.text import tokenize
 
 from .bm25 import BM25Index
 from .embeddings import Embedder, embed_query
-from .keys import DenseKeys, key_array
+from .keys import BoolArray, DenseKeys, IntArray, key_array
 from .vector_index import VectorIndex
 
 __all__ = [
@@ -162,28 +161,46 @@ class EpisodeIndex:
 
     def neighbours_of(self, keys: Iterable[int]) -> tuple[list[int | None], list[int | None]]:
         """:meth:`neighbours` of many keys at once: (all previous, all next), in ``keys`` order."""
-        keys = list(keys)
-        arr = key_array(keys)
-        before, after = self._dense_prev.find(arr), self._dense_next.find(arr)
-        if before is None or after is None:
-            return list(map(self._prev.get, keys)), list(map(self._next.get, keys))
-        return _none_for_negative(before), _none_for_negative(after)
+        before, has_before, after, has_after = self.neighbour_keys(key_array(list(keys)))
+        return _none_where_absent(before, has_before), _none_where_absent(after, has_after)
+
+    def neighbour_keys(self, keys: IntArray) -> tuple[IntArray, BoolArray, IntArray, BoolArray]:
+        """:meth:`neighbours` of many keys as arrays, for hybrid search:
+        ``(previous, has_previous, next, has_next)``; a key without that neighbour has
+        ``False`` in the mask (and an arbitrary value in the key array)."""
+        before, after = self._dense_prev.find(keys), self._dense_next.find(keys)
+        if before is not None and after is not None:
+            return before, before >= 0, after, after >= 0
+        listed = keys.tolist()  # sparse keys (negative or far apart): the dicts answer
+        prev_keys, has_prev = _key_and_mask(list(map(self._prev.get, listed)))
+        next_keys, has_next = _key_and_mask(list(map(self._next.get, listed)))
+        return prev_keys, has_prev, next_keys, has_next
 
     def episodes_of(self, keys: Iterable[int]) -> list[int]:
         """:meth:`episode` of many keys at once, with -1 for "none"."""
-        keys = list(keys)
-        found = self._dense_episode.find(key_array(keys))
-        if found is None:
-            return list(map(self._episode.get, keys, repeat(-1)))
-        out: list[int] = found.tolist()
+        out: list[int] = self.episode_ids(key_array(list(keys))).tolist()
         return out
+
+    def episode_ids(self, keys: IntArray) -> IntArray:
+        """:meth:`episodes_of` as an int64 array (episode ids start at 1; -1: none)."""
+        found = self._dense_episode.find(keys)
+        if found is None:
+            listed = keys.tolist()
+            return np.fromiter(map(self._episode.get, listed, repeat(-1)), np.int64, len(listed))
+        return found
 
     def episode(self, key: int) -> int | None:
         return self._episode.get(key)
 
 
-def _none_for_negative(values: np.ndarray) -> list[int | None]:
-    return [None if v < 0 else v for v in values.tolist()]
+def _none_where_absent(keys: IntArray, present: BoolArray) -> list[int | None]:
+    return [k if ok else None for k, ok in zip(keys.tolist(), present.tolist(), strict=True)]
+
+
+def _key_and_mask(found: list[int | None]) -> tuple[IntArray, BoolArray]:
+    keys = np.fromiter((0 if k is None else k for k in found), np.int64, len(found))
+    present = np.fromiter((k is not None for k in found), np.bool_, len(found))
+    return keys, present
 
 
 def decay_factor(age: float, params: SearchParams) -> float:
@@ -208,6 +225,7 @@ def hybrid_search(
     allowed: Collection[int] | None = None,
     params: SearchParams = DEFAULT_PARAMS,
     limit: int = 10,
+    exclude: Collection[int] = (),
 ) -> list[ScoredKey]:
     """Rank archived segments for ``query``; best first, at most ``limit``.
 
@@ -223,6 +241,9 @@ def hybrid_search(
         allowed: Keys the caller may see (e.g. its own session); ``None`` for all.
         params: Weights, candidate pool and decay rates (:class:`SearchParams`).
         limit: Results wanted.
+        exclude: Keys never returned (the caller's context holds them). They are still
+            scored, as neighbours and episode members of the others: the ranking of the
+            rest is the same as without ``exclude``, with these left out.
     """
     if not query.strip() or limit <= 0 or len(vectors) == 0:
         return []
@@ -233,72 +254,90 @@ def hybrid_search(
     q_vec = embed_query(embedder, query)
     pool = len(vectors) if params.candidates is None else params.candidates
     similarity = vectors.query(q_vec, allowed)  # one product, read twice (top, candidates)
-    candidates = {k for k, _ in similarity.top(pool)}
-    if text is not None:
-        candidates.update(k for k, _ in text.top(pool, allowed))
+    # Keys as sorted int64 arrays from here on: a few thousand keys per search went through
+    # sets, dicts and lists of pairs, which cost more than the scoring. The order of the keys
+    # changes no result: every score is computed per key, and the final order is by
+    # (score, key).
+    cand = similarity.top_keys(pool)
+    cand = np.union1d(cand, text.top_keys(pool, allowed)) if text is not None else np.unique(cand)
     smoothing = episodes is not None and bool(params.neighbour_weight or params.episode_weight)
-    # Keys to score: the candidates first (position i = cand_list[i]), then the neighbours
-    # that are not candidates themselves (smoothing needs their base scores). Order does not
-    # change any result: the final order is by (score, key).
-    cand_list = list(candidates)
-    before: list[int | None] = []
-    after: list[int | None] = []
-    extra: list[int] = []
+    # Keys to score: the candidates first (position i = cand[i]), then the neighbours that
+    # are not candidates themselves (smoothing needs their base scores).
+    extra = cand[:0]
     if smoothing and episodes is not None:
-        before, after = episodes.neighbours_of(cand_list)
-        near: set[int | None] = set(before)
-        near.update(after)
-        near.discard(None)
-        near.difference_update(candidates)
-        extra = [k for k in near if k is not None and (allowed is None or k in allowed)]
-    keys = cand_list + extra
-    if not keys:
+        before, has_before, after, has_after = episodes.neighbour_keys(cand)
+        near = np.union1d(before[has_before], after[has_after])
+        extra = np.setdiff1d(near, cand, assume_unique=True)
+        if allowed is not None and len(extra):
+            listed = extra.tolist()
+            extra = extra[np.fromiter(map(allowed.__contains__, listed), np.bool_, len(listed))]
+    keys = np.concatenate((cand, extra))
+    if not len(keys):
         return []
     vec = np.maximum(similarity.of(keys).astype(np.float64), 0.0)
     txt = text.normalized(keys) if text is not None else np.zeros(len(keys))
     base = params.vector_weight * vec + params.text_weight * txt
-    value = base[: len(cand_list)]
+    value = base[: len(cand)]
     if smoothing and episodes is not None:
         a, b = params.neighbour_weight, params.episode_weight
-        pos = dict(zip(keys, range(len(keys)), strict=True))
-        value = value + (
-            a * _best_neighbour(before, after, pos, base)
-            + b * _episode_best(episodes, keys, base)[: len(cand_list)]
-        )
+        near_best = _best_neighbour(keys, (before, has_before), (after, has_after), base)
+        value = value + (a * near_best + b * _episode_best(episodes, keys, base)[: len(cand)])
         scale = 1.0 + (a + b)  # in this order: the rounding of the formula as documented
     else:
         scale = 1.0
     scores = value / scale
     if now is not None:
-        stamps = map(timestamp_of, cand_list)
+        stamps = map(timestamp_of, cand.tolist())
         factors = [1.0 if t is None else decay_factor(now - t, params) for t in stamps]
         scores = scores * np.array(factors)
-    ok = np.flatnonzero((scores >= params.min_score) & ~np.isnan(scores))
-    key_arr = np.array(cand_list, dtype=np.int64)[ok]
-    order = ok[np.lexsort((key_arr, -scores[ok]))[:limit]]
-    return [ScoredKey(cand_list[i], float(scores[i]), float(vec[i]), float(txt[i])) for i in order]
+    shown = (scores >= params.min_score) & ~np.isnan(scores)
+    if len(exclude):
+        shown &= ~np.isin(cand, key_array(exclude))
+    ok = np.flatnonzero(shown)
+    order = ok[np.lexsort((cand[ok], -scores[ok]))[:limit]]
+    # Python values in bulk (``tolist``): a numpy scalar per field and hit costs more than
+    # the rest of the search when a caller asks for hundreds of hits.
+    rows = zip(
+        cand[order].tolist(),
+        scores[order].tolist(),
+        vec[order].tolist(),
+        txt[order].tolist(),
+        strict=True,
+    )
+    return [ScoredKey(key, score, v, t) for key, score, v, t in rows]
 
 
 def _best_neighbour(
-    before: list[int | None], after: list[int | None], pos: dict[int, int], base: np.ndarray
+    keys: IntArray,
+    before: tuple[IntArray, BoolArray],
+    after: tuple[IntArray, BoolArray],
+    base: np.ndarray,
 ) -> np.ndarray:
-    """Per candidate, the better base score of its two neighbours (``before[i]``,
-    ``after[i]``) among the scored keys (``pos``); 0.0 without any."""
+    """Per candidate, the better base score of its two neighbours (``before``, ``after``:
+    each a key array and a mask of who has one) among the scored ``keys``; 0.0 without any."""
     # -inf marks "no neighbour", so that a lone neighbour's score is taken as it is.
     padded = np.append(base, -np.inf)
-    none = len(base)
-    # None (no neighbour) is not a key, so it falls through to ``none`` too.
-    find = cast(Callable[[int | None, int], int], pos.get)
-    prev = np.fromiter(map(find, before, repeat(none)), np.intp, len(before))
-    nxt = np.fromiter(map(find, after, repeat(none)), np.intp, len(after))
-    near: np.ndarray = np.maximum(padded[prev], padded[nxt])
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    near: np.ndarray = np.maximum(
+        padded[_positions(ordered, order, *before)], padded[_positions(ordered, order, *after)]
+    )
     near[np.isneginf(near)] = 0.0
     return near
 
 
-def _episode_best(episodes: EpisodeIndex, keys: list[int], base: np.ndarray) -> np.ndarray:
+def _positions(ordered: IntArray, order: IntArray, wanted: IntArray, has: BoolArray) -> IntArray:
+    """Position in the scored keys (``ordered`` = keys[order]) of each wanted neighbour;
+    ``len(ordered)`` (the -inf pad) where there is none or it is not scored."""
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    found = has & (ordered[at] == wanted)
+    out: IntArray = np.where(found, order[at], len(ordered))
+    return out
+
+
+def _episode_best(episodes: EpisodeIndex, keys: IntArray, base: np.ndarray) -> np.ndarray:
     """Per key, the best base score among ``keys`` of its episode (floored at 0.0)."""
-    ep = np.array(episodes.episodes_of(keys), dtype=np.int64)
+    ep = episodes.episode_ids(keys)
     # Group by sorting: a maximum per run of equal episode ids, spread back over the run.
     order = np.argsort(ep, kind="stable")
     sorted_ep = ep[order]

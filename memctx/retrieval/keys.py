@@ -12,9 +12,10 @@ from collections.abc import Collection
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DenseKeys", "IntArray", "key_array"]
+__all__ = ["BoolArray", "DenseKeys", "IntArray", "key_array"]
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 # The dense array may span this many keys whatever the number of live ones (32 MB at most).
 _DENSE_MIN_SPAN = 1 << 22

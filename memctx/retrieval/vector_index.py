@@ -330,6 +330,15 @@ class VectorScores:
 
     def top(self, k: int) -> list[tuple[int, float]]:
         """The ``k`` most similar allowed keys, as :meth:`VectorIndex.top_k` gives them."""
+        keys, sims = self._ranked(k)
+        return list(zip(keys.tolist(), sims.tolist(), strict=True))
+
+    def top_keys(self, k: int) -> np.ndarray:
+        """The keys of :meth:`top`, as an int64 array (no pair per key)."""
+        return self._ranked(k)[0]
+
+    def _ranked(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and similarities of the ``k`` best allowed rows, in :meth:`top` order."""
         all_keys = self._index._keys
         if self._rows is None:
             keys, sims = all_keys[: len(self._sims)], self._sims
@@ -337,7 +346,7 @@ class VectorScores:
             keys, sims = all_keys[self._rows], self._sims[self._rows]
         n = sims.shape[0]
         if k <= 0 or n == 0:
-            return []
+            return keys[:0], sims[:0]
         if k < n:
             # partition finds the k-th best score in O(n) (without argpartition's index
             # array: twice as fast); keeping every candidate at least that good (not just k
@@ -349,7 +358,7 @@ class VectorScores:
             candidates = np.arange(n)
         order = np.lexsort((keys[candidates], -sims[candidates]))[:k]
         chosen = candidates[order]
-        return list(zip(keys[chosen].tolist(), sims[chosen].tolist(), strict=True))
+        return keys[chosen], sims[chosen]
 
     def of(self, keys: Sequence[int] | np.ndarray) -> np.ndarray:
         """float32 similarities of ``keys`` (allowed or not); ``KeyError`` for unknown keys."""

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from memctx.config import MemoryContextConfig
 from memctx.messages import TokenCounter
-from memctx.recall import RecallBlock, RecallItem, compact_text
+from memctx.recall import RecallBlock, RecallItem
 from memctx.text import redact
 from memctx.trim import IntArray, TrimResult
 
@@ -365,5 +365,7 @@ def _recalled(item: RecallItem, count_text: Callable[[str], int]) -> RecalledIte
         item.ref,
         round(float(item.score), 6),
         int(count_text(item.line)),
-        _preview(compact_text(item.text)),
+        # The preview flattens every run of whitespace, so compacting first (two regex
+        # passes over the whole text, once per recalled item and turn) would change nothing.
+        _preview(item.text),
     )

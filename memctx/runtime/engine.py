@@ -88,9 +88,9 @@ class MemoryContext:
     """Memory-enhanced context management for one agent session.
 
     Args:
-        config: Settings; ``None`` means the defaults with ``enabled=True`` (constructing an
-            engine is the opt-in). A config with ``enabled=False`` makes both hooks pass
-            messages through untouched.
+        config: Settings; ``None`` means the defaults. A config with ``enabled=False``
+            makes both hooks pass messages through untouched; the engine logs one warning
+            saying so and :meth:`stats` reports ``"enabled": False``.
         store_dir: Directory of the raw store, knowledge store and LLM cache (shared by
             sessions; created on first write).
         session_id: This session's id (letters, digits, ``._-``; validated).
@@ -120,7 +120,7 @@ class MemoryContext:
             raise ValueError(f"context_window_tokens must be an int, got {context_window_tokens!r}")
         if context_window_tokens <= 0:
             raise ValueError(f"context_window_tokens must be > 0, got {context_window_tokens}")
-        self.config = config if config is not None else MemoryContextConfig(enabled=True)
+        self.config = config if config is not None else MemoryContextConfig()
         self.session_id = session_id
         self.window = context_window_tokens
         self._lock = threading.RLock()
@@ -162,6 +162,13 @@ class MemoryContext:
             min_score=self.config.auto_recall_min_score,
         )
         self._recall_setup = RecallSetup(self.config, params, self.recall_cap, session_id)
+        if not self.config.enabled:  # once per engine: a hook warning would repeat every turn
+            logger.warning(
+                "memctx is disabled by enabled=false in its config (session %s): on_context "
+                "and on_before_compact pass messages through unchanged; drop enabled=false "
+                "(the default is true) or set enabled=true to turn it on",
+                session_id,
+            )
 
     @classmethod
     def for_session(

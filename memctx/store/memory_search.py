@@ -8,6 +8,7 @@ own session's segments.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import Any
 
 from memctx.retrieval import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
@@ -28,14 +29,20 @@ def search_store(
     cross_session: bool = False,
     params: SearchParams = DEFAULT_PARAMS,
     now: float | None = None,
+    exclude_ids: Collection[str] = (),
 ) -> list[ScoredKey]:
-    """Rank ``store``'s visible segments for ``query`` (see :func:`hybrid_search`)."""
+    """Rank ``store``'s visible segments for ``query`` (see :func:`hybrid_search`).
+
+    ``exclude_ids`` names segments never returned (still scored as the others' neighbours):
+    the best ``limit`` of the rest.
+    """
     allowed = store.visible_keys(session_id, cross_session=cross_session)
     if allowed is not None and not allowed:
         return []
     # Decay needs a reference time only when it is switched on.
     when = now if now is not None else (time.time() if params.decay < 1.0 else None)
     with store.lock:
+        exclude = store.keys_of(exclude_ids) if exclude_ids else ()
         return hybrid_search(
             query,
             bm25=store.bm25,
@@ -47,6 +54,7 @@ def search_store(
             allowed=allowed,
             params=params,
             limit=limit,
+            exclude=exclude,
         )
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from memctx.compaction import TurnCompactor, compaction_reserve
+from memctx.compaction import CompactionSetup, TurnCompactor, compaction_reserve
 from memctx.llm import LLMClient
 from memctx.runtime import MemoryContext
 
@@ -65,10 +65,17 @@ class MeerkatStrategy(BaseStrategy):
         self.config = self.config.with_overrides({"compaction.autoCompactThreshold": threshold})
         # No disk cache: the summariser's prompts hold the unredacted history.
         self.client = LLMClient(self.config.extraction_model)
+        self.compaction = CompactionSetup(
+            client=self.client,
+            config=self.config,
+            window=window,
+            counter=setup.counter,
+            infos=setup.infos,
+        )
         self.compactor: TurnCompactor | None = None
         self.index: MemoryContext | None = None
         self._fitter = TruncateStrategy(self.setup)
-        self.overflow = OverflowRecoverer(self.setup, self.config, self.client)
+        self.overflow = OverflowRecoverer(self.compaction)
         self._turn = 0
         self._last_input: int | None = None
         self.counts = {"compaction_failures": 0, "over_window_calls": 0, "hook_failures": 0}
@@ -84,13 +91,7 @@ class MeerkatStrategy(BaseStrategy):
             self.end_session([])  # an agent that starts a new session without ending one
         self._turn, self._last_input = 0, None
         self._fitter.start_session(session_id)
-        self.compactor = TurnCompactor(
-            self.config,
-            self.client,
-            window=self.setup.window,
-            counter=self.setup.counter,
-            infos=self.setup.infos,
-        )
+        self.compactor = TurnCompactor(self.compaction)  # a new loop guard per session
         self.index = MemoryContext(
             self.config,
             store_dir=self.setup.store_dir,

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from memctx.compaction import AgentCompactor, archivable
+from memctx.compaction import AgentCompactor, CompactionSetup, archivable
 from memctx.llm import LLMClient
 from memctx.messages import RoleKind, is_compaction_summary, is_recalled_block
 from memctx.runtime import MemoryContext
@@ -60,14 +60,15 @@ class MemoryContextStrategy(BaseStrategy):
         if self.agent_compaction:
             # The agent's own summarizer: no disk cache (its prompts hold unredacted history).
             self.summarizer = LLMClient(self.config.extraction_model)
-            self.compactor = AgentCompactor(
-                self.config,
-                setup.window,
-                self.summarizer,
+            compaction = CompactionSetup(
+                client=self.summarizer,
+                config=self.config,
+                window=setup.window,
                 counter=setup.counter,
                 infos=setup.infos,
             )
-            self.overflow = OverflowRecoverer(setup, self.config, self.summarizer)
+            self.compactor = AgentCompactor(compaction)
+            self.overflow = OverflowRecoverer(compaction)
         self.engine: MemoryContext | None = None
         self.failures = 0
         self._turn = 0  # model calls of the session, for the compactor's loop guard

@@ -37,7 +37,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import ClassVar
 
-from memctx.compaction import AgentCompactor, FlushTracker, run_flush
+from memctx.compaction import AgentCompactor, CompactionSetup, FlushTracker, run_flush
 from memctx.llm import LLMClient
 from memctx.retrieval import make_embedder
 from memctx.store import MemoryFiles
@@ -66,9 +66,14 @@ class OpenClawStrategy(BaseStrategy):
         super().__init__(setup)
         # No disk cache: the summariser's prompts hold the unredacted history.
         self.client = LLMClient(self.config.extraction_model)
-        self.compactor = AgentCompactor(
-            self.config, setup.window, self.client, counter=setup.counter, infos=setup.infos
+        self.compaction = CompactionSetup(
+            client=self.client,
+            config=self.config,
+            window=setup.window,
+            counter=setup.counter,
+            infos=setup.infos,
         )
+        self.compactor = AgentCompactor(self.compaction)
         self.memory = MemoryFiles(
             setup.store_dir / "workspace",
             embedder=setup.embedder or make_embedder(self.config.embedding_model),
@@ -76,7 +81,7 @@ class OpenClawStrategy(BaseStrategy):
             config=self.config.memory_search,
         )
         self._fitter = TruncateStrategy(self.setup)
-        self.overflow = OverflowRecoverer(self.setup, self.config, self.client)
+        self.overflow = OverflowRecoverer(self.compaction)
         self.pruning = PruningSession(self.config.context_pruning, setup.window, infos=setup.infos)
         self._flush: FlushTracker | None = None
         self._turn = 0  # model calls of the session, for the compactor's loop guard
@@ -99,20 +104,10 @@ class OpenClawStrategy(BaseStrategy):
         if self._flush is None:
             raise RuntimeError(f"{self.name}: start_session() was not called")
         tokens = self.count(transcript, tokens)
-        window = self.setup.window
-        if self._flush.check(tokens, window, self.config).flush:
+        if self._flush.check(tokens, self.setup.window, self.config).flush:
             at = self.setup.clock()
             now = dt.datetime.fromtimestamp(at, tz=dt.UTC)
-            flushed = run_flush(
-                transcript,
-                self.client,
-                self.config,
-                self.memory,
-                now,
-                window=window,
-                counter=self.setup.counter,
-                infos=self.setup.infos,
-            )
+            flushed = run_flush(transcript, self.compaction, self.memory, now)
             if flushed.ran:  # a failed call is retried at the next turn
                 self._flush.note_flush(at)
                 self.counts["flushes"] += 1

@@ -21,15 +21,14 @@ import dataclasses
 from collections.abc import Callable
 
 from memctx.compaction import (
+    CompactionSetup,
     ContextOverflowError,
     archivable,
     describe_recovery_steps,
     recover_from_overflow,
 )
-from memctx.config import MemoryContextConfig
-from memctx.llm import LLMClient
 
-from .base import Messages, Prepared, StrategySetup
+from .base import Messages, Prepared
 
 __all__ = ["OverflowRecoverer", "ProviderRefusal", "with_recovery"]
 
@@ -45,9 +44,9 @@ class OverflowRecoverer:
     """Recovers a transcript over the window the way seed 001's agent loop does.
 
     Args:
-        setup: The window, counter and anatomy cache.
-        config: ``compaction`` gives the reserve, ratios and margin of the compactions.
-        client: Writes the recovery compactions' summaries.
+        compaction: What the recovery compactions run with: the client that writes their
+            summaries, the config (``compaction`` gives the reserve, ratios and margin), the
+            window, the counter and the anatomy cache.
 
     Attributes:
         path: How the last recovery went (``"compacted x1"``, ``"compacted x3, truncated 1
@@ -57,34 +56,27 @@ class OverflowRecoverer:
         failures: Recoveries that could not (the caller falls back to dropping).
     """
 
-    def __init__(self, setup: StrategySetup, config: MemoryContextConfig, client: LLMClient):
-        self.setup, self.config, self.client = setup, config, client
+    def __init__(self, compaction: CompactionSetup):
+        self.compaction = compaction
         self.path = ""
         self.call_path = ""
         self.recoveries = 0
         self.failures = 0
 
     def _send(self, messages: Messages) -> int:
-        tokens = self.setup.counter.count_messages(messages)
-        if tokens > self.setup.window:
-            raise ProviderRefusal(tokens, self.setup.window)
+        window = self.compaction.window
+        tokens = self.compaction.counter.count_messages(messages)
+        if tokens > window:
+            raise ProviderRefusal(tokens, window)
         return tokens
 
     def recover(self, transcript: Messages, tokens: int) -> Messages | None:
         """The transcript to continue with when ``tokens`` exceed the window, else ``None``
         (also ``None`` when recovery failed: :attr:`path` says why)."""
-        if tokens <= self.setup.window:
+        if tokens <= self.compaction.window:
             return None
         try:
-            recovered = recover_from_overflow(
-                transcript,
-                self._send,
-                client=self.client,
-                config=self.config,
-                window=self.setup.window,
-                counter=self.setup.counter,
-                infos=self.setup.infos,
-            )
+            recovered = recover_from_overflow(transcript, self.compaction, self._send)
         except ContextOverflowError as exc:
             self.failures += 1
             done = describe_recovery_steps(exc.steps) if exc.steps else "no step that helped"
@@ -123,9 +115,10 @@ class OverflowRecoverer:
         current = compacted if compacted is not None else transcript
         recovered = self.recover(current, tokens)
         steps = ["compacted past the threshold"] if compacted is not None else []
-        if tokens > self.setup.window:
+        window = self.compaction.window
+        if tokens > window:
             steps.append(self.path)
-        self.call_path = ", then ".join(steps) if asked > self.setup.window else ""
+        self.call_path = ", then ".join(steps) if asked > window else ""
         if recovered is None:
             return compacted
         if archive is not None:

@@ -187,9 +187,18 @@ def test_replay_applies_the_config_file_and_overrides(
     _, (plain,) = _replay_json(capsys, str(path), "--window", WINDOW)
     assert max(c["recall_tokens"] for c in plain["calls"]) > 300
     config = tmp_path / "memctx.json"
-    config.write_text(json.dumps({"enabled": False, "hardCapTokens": 300}))
+    config.write_text(json.dumps({"hardCapTokens": 300}))
     status, (capped,) = _replay_json(capsys, str(path), "--window", WINDOW, "--config", str(config))
-    assert status == 0  # the file's enabled=false does not switch the replay off
+    assert status == 0
     assert 0 < max(c["recall_tokens"] for c in capped["calls"]) <= 300
-    _, (off,) = _replay_json(capsys, str(path), "--window", WINDOW, "--set", "hardCapTokens=1")
-    assert max(c["recall_tokens"] for c in off["calls"]) <= 1
+    given = ("--config", str(config), "--set", "hardCapTokens=1")  # --set wins over the file
+    _, (tiny,) = _replay_json(capsys, str(path), "--window", WINDOW, *given)
+    assert max(c["recall_tokens"] for c in tiny["calls"]) <= 1
+    # The file's enabled=false is kept, as the library keeps it: memctx off, nothing recalled;
+    # --set enabled=true turns it back on.
+    config.write_text(json.dumps({"enabled": False, "hardCapTokens": 300}))
+    _, (off,) = _replay_json(capsys, str(path), "--window", WINDOW, "--config", str(config))
+    assert max(c["recall_tokens"] for c in off["calls"]) == 0
+    given = ("--config", str(config), "--set", "enabled=true")
+    _, (on,) = _replay_json(capsys, str(path), "--window", WINDOW, *given)
+    assert 0 < max(c["recall_tokens"] for c in on["calls"]) <= 300

@@ -247,11 +247,20 @@ def _files(tmp_path: Path) -> dict[str, str]:
     """Hostile files by name, written under ``tmp_path``."""
     (tmp_path / "empty.json").write_text("")
     (tmp_path / "garbage.bin").write_bytes(bytes(range(256)) * 8)
+    (tmp_path / "garbage.json").write_bytes(bytes(range(256)) * 8)
     (tmp_path / "list.json").write_text("[{}]")
     (tmp_path / "emptyrec.json").write_text('{"records": []}')
     (tmp_path / "dir").mkdir()
     (tmp_path / "huge_line.json").write_text("a" * 2_000_000)
-    names = ("empty.json", "garbage.bin", "list.json", "emptyrec.json", "dir", "huge_line.json")
+    names = (
+        "empty.json",
+        "garbage.bin",
+        "garbage.json",
+        "list.json",
+        "emptyrec.json",
+        "dir",
+        "huge_line.json",
+    )
     files = {name: str(tmp_path / name) for name in names}
     files["fifo"] = str(make_fifo(tmp_path))
     files["missing"] = str(tmp_path / "missing.json")
@@ -292,8 +301,10 @@ HOSTILE: list[tuple[list[str], int, str]] = [
     (["replay", "{ok}", "--set", "noSuchKey=1"], 2, "noSuchKey"),
     (["replay", "{ok}", "--config", "{fifo}"], 2, "it is a FIFO"),
     (["replay", "{ok}", "--config", "{dir}"], 2, "it is a directory"),
-    (["replay", "{ok}", "--config", "{garbage.bin}"], 2, "config"),
+    (["replay", "{ok}", "--config", "{garbage.bin}"], 2, "unsupported config format '.bin'"),
+    (["replay", "{ok}", "--config", "{garbage.json}"], 2, "not UTF-8 text: invalid byte at line 2"),
     (["replay", "{ok}", "--config", "{list.json}"], 2, "must be an object"),
+    (["replay", "{ok}", "--config", "{empty.json}"], 2, "invalid JSON at line 1, column 1"),
     (["replay", "{ok}", "--store", "{garbage.bin}"], 2, "is a file, not a folder"),
     (["replay", "{ok}", "--strategy", "nope"], 2, "valid:"),
     (["replay", "{ok}#1"], 2, "the file holds one transcript"),
@@ -302,9 +313,15 @@ HOSTILE: list[tuple[list[str], int, str]] = [
     (["gen", "--out", "{garbage.bin}", "--suite", "needle", "--scale", "0.15"], 2, "exists"),
     (["eval", "--quick", "--config", "{fifo}"], 2, "it is a FIFO"),
     (["eval", "--quick", "--config", "{dir}"], 2, "it is a directory"),
-    (["eval", "--quick", "--config", "{list.json}"], 2, "not an object"),
-    (["eval", "--quick", "--config", "{garbage.bin}"], 2, "not UTF-8"),
-    (["eval", "--quick", "--config", "{empty.json}"], 2, "is not JSON"),
+    (["eval", "--quick", "--config", "{list.json}"], 2, "must be an object"),
+    (["eval", "--quick", "--config", "{garbage.bin}"], 2, "unsupported config format '.bin'"),
+    (
+        ["eval", "--quick", "--config", "{garbage.json}"],
+        2,
+        "not UTF-8 text: invalid byte at line 2",
+    ),
+    (["eval", "--quick", "--config", "{empty.json}"], 2, "invalid JSON at line 1, column 1"),
+    (["eval", "--quick", "--config", "{missing}"], 2, "No such file"),
     (["eval", "--quick", "--set", "foo"], 2, "expected KEY=VALUE"),
     (["eval", "--quick", "--set", "noSuchKey=1"], 2, "noSuchKey"),
     (["eval", "--quick", "--jobs", "0"], 2, "--jobs must be a positive number"),

@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from memctx.compaction import SUMMARY_TASK, CompactionBudget
+from memctx.compaction import SUMMARY_TASK, CompactionBudget, CompactionSetup
+from memctx.config import MemoryContextConfig
 from memctx.llm import LLMClient, task_of
 
 Reply = str | Exception
@@ -75,6 +76,15 @@ def conversation_of(prompt: str) -> str:
     """The ``<conversation>`` block of a summary prompt."""
     start = prompt.index("<conversation>\n") + len("<conversation>\n")
     return prompt[start : prompt.index("\n</conversation>")]
+
+
+def compaction_setup(
+    client: LLMClient, config: MemoryContextConfig | None = None, *, window: int, **fields: Any
+) -> CompactionSetup:
+    """The compaction set-up of ``client`` (default settings unless ``config``); ``fields``:
+    ``summarizer_window``, ``prompt``, ``counter``, ``infos``."""
+    settings = config if config is not None else MemoryContextConfig()
+    return CompactionSetup(client=client, config=settings, window=window, **fields)
 
 
 def budget(
@@ -173,6 +183,7 @@ __all__ = [
     "budget",
     "call",
     "calls",
+    "compaction_setup",
     "conversation_of",
     "failing",
     "failing_client",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memctx.compaction import AgentCompactor, archivable
+from memctx.compaction import AgentCompactor, CompactionSetup, archivable
 from memctx.config import MemoryContextConfig
 from memctx.llm import LLMClient
 from memctx.messages import (
@@ -43,8 +43,11 @@ def _history(turns: int, words: int = 120) -> list[dict[str, Any]]:
 
 def _compactor() -> tuple[AgentCompactor, TokenCounter]:
     counter = TokenCounter()
-    config = MemoryContextConfig(enabled=True)
-    return AgentCompactor(config, WINDOW, LLMClient(), counter=counter, infos=InfoCache()), counter
+    config = MemoryContextConfig()
+    setup = CompactionSetup(
+        client=LLMClient(), config=config, window=WINDOW, counter=counter, infos=InfoCache()
+    )
+    return AgentCompactor(setup), counter
 
 
 def test_compacts_past_the_threshold_and_keeps_pairs() -> None:

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compaction_support import ScriptedModel, assistant, call, failing_client, result, system
+from compaction_support import (
+    ScriptedModel,
+    assistant,
+    call,
+    compaction_setup,
+    failing_client,
+    result,
+    system,
+)
 from compaction_support import user as user_msg
 from hypothesis import HealthCheck, given, settings
 from strategies import FlushTimeline, examples, flush_timelines
@@ -198,12 +206,12 @@ def test_flush_compaction_flush_loop_runs_at_most_once_per_cycle(
         history += [assistant(f"Noted: svc{turn} listens on port {8000 + turn}. " + "ok " * 150)]
         tokens = counter.count_messages(history)
         if tracker.check(tokens, window, cfg):
-            out = run_flush(history, LLMClient(), cfg, memory, NOW, window=window)
+            out = run_flush(history, compaction_setup(LLMClient(), cfg, window=window), memory, NOW)
             assert out.ran
             tracker.note_flush()
             flushes.append(tracker.state.cycle)
         if tokens >= window - compaction_reserve(cfg, window):
-            done = compact_history(history, client=LLMClient(), config=cfg, window=window)
+            done = compact_history(history, compaction_setup(LLMClient(), cfg, window=window))
             history = done.messages
             tracker.note_compaction(tokens_before=tokens)
             compactions += 1
@@ -330,7 +338,7 @@ def test_unwritable_state_is_reported_never_raised(tmp_path: Path) -> None:
 
 
 def test_offline_flush_writes_searchable_notes(memory: MemoryFiles) -> None:
-    out = run_flush(session(), LLMClient(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(session(), compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW)
     assert out.outcome is FlushOutcome.WRITTEN and out.flushed and out.ran
     assert out.path == memory.workspace_dir / DAILY
     text = out.path.read_text()
@@ -350,7 +358,7 @@ def test_flush_is_silent_and_leaves_the_callers_messages_alone(memory: MemoryFil
     messages = session()
     snapshot = copy.deepcopy(messages)
     ids = [id(m) for m in messages]
-    out = run_flush(messages, LLMClient(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(messages, compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW)
     assert out.flushed
     assert messages == snapshot and [id(m) for m in messages] == ids
     assert not hasattr(out, "messages")  # nothing to append to the transcript
@@ -363,27 +371,29 @@ def test_append_only_preserves_the_daily_log_byte_for_byte(memory: MemoryFiles) 
         "# 2026-02-28\n\n- 早上：部署到 staging 成功\r\n- handwritten note without newline".encode()
     )
     daily.write_bytes(existing)
-    out = run_flush(session(), LLMClient(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(session(), compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW)
     assert out.flushed
     after = daily.read_bytes()
     assert after.startswith(existing) and len(after) > len(existing)
     second = run_flush(
         [user_msg("We switched the queue to RabbitMQ instead of Kafka for jobs.")],
-        LLMClient(),
-        DEFAULT,
+        compaction_setup(LLMClient(), DEFAULT, window=200_000),
         memory,
         NOW,
-        window=200_000,
     )
     assert second.flushed
     assert daily.read_bytes().startswith(after)
 
 
 def test_repeated_flush_does_not_repeat_notes(memory: MemoryFiles) -> None:
-    first = run_flush(session(), LLMClient(), DEFAULT, memory, NOW, window=200_000)
+    first = run_flush(
+        session(), compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW
+    )
     assert first.flushed
     before = (memory.workspace_dir / DAILY).read_bytes()
-    again = run_flush(session(), LLMClient(), DEFAULT, memory, NOW, window=200_000)
+    again = run_flush(
+        session(), compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW
+    )
     assert again.outcome is FlushOutcome.NO_REPLY and again.ran and "already" in again.detail
     assert (memory.workspace_dir / DAILY).read_bytes() == before
 
@@ -394,7 +404,9 @@ def test_repeated_flush_does_not_repeat_notes(memory: MemoryFiles) -> None:
 )
 def test_no_reply_writes_nothing(memory: MemoryFiles, reply: str) -> None:
     model = ScriptedModel(lambda prompt, i: reply)
-    out = run_flush(session(), model.client(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(
+        session(), compaction_setup(model.client(), DEFAULT, window=200_000), memory, NOW
+    )
     assert out.outcome is FlushOutcome.NO_REPLY and out.ran and not out.flushed
     assert out.path is None and out.notes == ""
     assert not (memory.workspace_dir / "memory").exists()
@@ -404,7 +416,9 @@ def test_no_reply_writes_nothing(memory: MemoryFiles, reply: str) -> None:
 
 def test_notes_followed_by_no_reply_are_written_without_the_token(memory: MemoryFiles) -> None:
     model = ScriptedModel(lambda prompt, i: "- Deploys go to eu-west-1 via `make ship`.\nNO_REPLY")
-    out = run_flush(session(), model.client(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(
+        session(), compaction_setup(model.client(), DEFAULT, window=200_000), memory, NOW
+    )
     assert out.flushed and out.notes == "- Deploys go to eu-west-1 via `make ship`."
     assert "NO_REPLY" not in (memory.workspace_dir / DAILY).read_text()
     assert not is_silent_reply("- a note\n<NO_REPLY>")
@@ -413,7 +427,9 @@ def test_notes_followed_by_no_reply_are_written_without_the_token(memory: Memory
 def test_notes_are_redacted_as_memory_files_redact(memory: MemoryFiles) -> None:
     secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3
     model = ScriptedModel(lambda prompt, i: f"- The staging api_key is {secret}")
-    out = run_flush(session(), model.client(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(
+        session(), compaction_setup(model.client(), DEFAULT, window=200_000), memory, NOW
+    )
     assert out.flushed
     assert secret not in (memory.workspace_dir / DAILY).read_text()
 
@@ -436,7 +452,7 @@ def test_request_shape_prompts_and_task(memory: MemoryFiles) -> None:
         *session()[1:],
     ]
     model = ScriptedModel(lambda prompt, i: "NO_REPLY")
-    out = run_flush(messages, model.client(), cfg, memory, NOW, window=200_000)
+    out = run_flush(messages, compaction_setup(model.client(), cfg, window=200_000), memory, NOW)
     assert out.messages_sent == len(session()) - 1 and out.messages_left_out == 0
     (request,) = model.requests
     assert task_of(request) == FLUSH_TASK == OFFLINE_FLUSH_TASK
@@ -477,12 +493,11 @@ def test_huge_conversation_sends_only_the_newest_part_that_fits(
     model = ScriptedModel(lambda prompt, i: "- kept")
     out = run_flush(
         messages,
-        model.client(),
-        DEFAULT,
+        compaction_setup(
+            model.client(), DEFAULT, window=window, summarizer_window=summarizer_window
+        ),
         memory,
         NOW,
-        window=window,
-        summarizer_window=summarizer_window,
     )
     assert out.flushed
     (request,) = model.requests
@@ -504,11 +519,9 @@ def test_single_oversized_newest_message_is_cut_to_fit(memory: MemoryFiles) -> N
     model = ScriptedModel(lambda prompt, i: "NO_REPLY")
     out = run_flush(
         [user_msg("earlier"), result("c9", "orphan"), user_msg(huge)],
-        model.client(),
-        DEFAULT,
+        compaction_setup(model.client(), DEFAULT, window=window),
         memory,
         NOW,
-        window=window,
     )
     assert out.outcome is FlushOutcome.NO_REPLY and out.messages_sent == 1
     (request,) = model.requests
@@ -519,14 +532,16 @@ def test_single_oversized_newest_message_is_cut_to_fit(memory: MemoryFiles) -> N
 
 def test_window_too_small_for_the_prompt_makes_no_call(memory: MemoryFiles) -> None:
     model = ScriptedModel()
-    out = run_flush(session(), model.client(), DEFAULT, memory, NOW, window=300)
+    out = run_flush(session(), compaction_setup(model.client(), DEFAULT, window=300), memory, NOW)
     assert out.outcome is FlushOutcome.WINDOW_TOO_SMALL and not out.ran
     assert "larger window" in out.detail
     assert model.requests == []
 
 
 def test_llm_failure_is_a_result_not_an_exception(memory: MemoryFiles) -> None:
-    out = run_flush(session(), failing_client(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(
+        session(), compaction_setup(failing_client(), DEFAULT, window=200_000), memory, NOW
+    )
     assert out.outcome is FlushOutcome.LLM_FAILED and not out.ran
     assert "provider unavailable" in out.detail
     assert not (memory.workspace_dir / "memory").exists()
@@ -535,28 +550,35 @@ def test_llm_failure_is_a_result_not_an_exception(memory: MemoryFiles) -> None:
 def test_write_failure_is_a_result_not_an_exception(memory: MemoryFiles) -> None:
     memory.workspace_dir.mkdir(parents=True)
     (memory.workspace_dir / "memory").write_text("a file where the directory should be")
-    out = run_flush(session(), LLMClient(), DEFAULT, memory, NOW, window=200_000)
+    out = run_flush(session(), compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW)
     assert out.outcome is FlushOutcome.WRITE_FAILED and not out.ran
     assert out.notes and out.detail
 
 
 def test_disabled_and_empty_conversations_make_no_call(memory: MemoryFiles) -> None:
     model = ScriptedModel()
-    off = run_flush(session(), model.client(), config(enabled=False), memory, NOW, window=200_000)
+    off = run_flush(
+        session(),
+        compaction_setup(model.client(), config(enabled=False), window=200_000),
+        memory,
+        NOW,
+    )
     assert off.outcome is FlushOutcome.DISABLED
-    empty = run_flush([system()], model.client(), DEFAULT, memory, NOW, window=200_000)
+    empty = run_flush(
+        [system()], compaction_setup(model.client(), DEFAULT, window=200_000), memory, NOW
+    )
     assert empty.outcome is FlushOutcome.NOTHING_TO_SEND
     assert model.requests == []
 
 
 def test_messages_must_be_a_list(memory: MemoryFiles) -> None:
     with pytest.raises(TypeError, match="list of message dicts"):
-        run_flush("hello", LLMClient(), DEFAULT, memory, NOW, window=200_000)  # type: ignore[arg-type]
+        run_flush("hello", compaction_setup(LLMClient(), DEFAULT, window=200_000), memory, NOW)  # type: ignore[arg-type]
 
 
 def test_cached_reply_reports_no_new_tokens(memory: MemoryFiles, tmp_path: Path) -> None:
     client = LLMClient(cache_dir=tmp_path / "cache")
-    run_flush(session(), client, DEFAULT, memory, NOW, window=200_000)
+    run_flush(session(), compaction_setup(client, DEFAULT, window=200_000), memory, NOW)
     other = MemoryFiles(tmp_path / "ws2", embedder=HashEmbedder(), clock=NOW.timestamp)
-    again = run_flush(session(), client, DEFAULT, other, NOW, window=200_000)
+    again = run_flush(session(), compaction_setup(client, DEFAULT, window=200_000), other, NOW)
     assert again.cached and again.flushed and again.prompt_tokens == 0

@@ -13,6 +13,7 @@ from compaction_support import (
     assistant,
     call,
     calls,
+    compaction_setup,
     conversation_of,
     failing_client,
     pi_call,
@@ -33,7 +34,9 @@ from memctx.compaction import (
     CompactionBudget,
     CompactionError,
     CompactionResult,
+    CompactionSetup,
     FallbackLevel,
+    SummaryPrompt,
     compact_history,
     fit_summary,
     min_summary_tokens,
@@ -57,6 +60,11 @@ def config(mode: str = "default", reserve: int = 200, **extra: Any) -> MemoryCon
     return MemoryContextConfig(compaction={"mode": mode, "reserve_tokens_floor": reserve, **extra})
 
 
+def default_config() -> MemoryContextConfig:
+    """``config()``, under a name that the ``config`` keyword of :func:`compact` leaves visible."""
+    return config()
+
+
 def turns(tag: str, n: int, size: int = 60) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for k in range(n):
@@ -65,13 +73,21 @@ def turns(tag: str, n: int, size: int = 60) -> list[dict[str, Any]]:
 
 
 def compact(
-    messages: list[Any], model: ScriptedModel | None = None, **kwargs: Any
+    messages: list[Any],
+    model: ScriptedModel | None = None,
+    *,
+    client: LLMClient | None = None,
+    config: MemoryContextConfig | None = None,
+    window: int = 4000,
+    prompt: SummaryPrompt = "handoff",
+    **kwargs: Any,
 ) -> CompactionResult:
-    kwargs.setdefault("config", config())
-    kwargs.setdefault("window", 4000)
-    client = model.client() if model is not None else kwargs.pop("client")
+    writer = model.client() if model is not None else client
+    assert writer is not None, "give a scripted model or a client"
+    settings = config if config is not None else default_config()
+    setup = compaction_setup(writer, settings, window=window, prompt=prompt)
     snapshot = copy.deepcopy(messages)
-    out = compact_history(messages, client=client, **kwargs)
+    out = compact_history(messages, setup, **kwargs)
     assert messages == snapshot, "the caller's history was modified"
     assert out.tokens_after == COUNTER.count_messages(out.messages) <= out.target_tokens
     assert pairing_violations(out.messages) == []
@@ -375,7 +391,7 @@ def test_system_messages_too_large_raise_and_change_nothing() -> None:
     messages = [system(words("rules", 2000)), *turns("turn", 3)]
     snapshot = copy.deepcopy(messages)
     with pytest.raises(CompactionError, match="system prompt"):
-        compact_history(messages, client=model.client(), config=config(), window=4000)
+        compact_history(messages, compaction_setup(model.client(), config(), window=4000))
     assert messages == snapshot and model.requests == []
 
 
@@ -383,20 +399,43 @@ def test_an_unfittable_history_without_old_messages_raises() -> None:
     messages = [system(words("rules", 2000))]
     snapshot = copy.deepcopy(messages)
     with pytest.raises(CompactionError, match="nothing older"):
-        compact_history(messages, client=failing_client(), config=config(), window=4000)
+        compact_history(messages, compaction_setup(failing_client(), config(), window=4000))
     assert messages == snapshot
 
 
 def test_bad_arguments() -> None:
     client = failing_client()
     with pytest.raises(TypeError, match="list of message dicts"):
-        compact_history("hello", client=client, config=config(), window=4000)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="window"):
-        compact_history([user("x")], client=client, config=config(), window=0)
+        compact_history("hello", compaction_setup(client, config(), window=4000))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="keep_recent_tokens"):
         compact_history(
-            [user("x")], client=client, config=config(), window=10, keep_recent_tokens=-1
+            [user("x")], compaction_setup(client, config(), window=10), keep_recent_tokens=-1
         )
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "match"),
+    [
+        ({"window": 0}, ValueError, "window must be a positive number"),
+        ({"window": 4000, "summarizer_window": -1}, ValueError, "window must be a positive"),
+        ({"window": True}, ValueError, "window must be a positive number"),
+        ({"window": 4000, "prompt": "poem"}, ValueError, "unknown summary prompt 'poem'"),
+        ({"window": 4000, "config": {"compaction": {}}}, TypeError, "MemoryContextConfig"),
+    ],
+)
+def test_a_bad_setup_is_refused_when_built_naming_the_fix(
+    fields: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    fields = {"client": failing_client(), "config": config(), **fields}
+    with pytest.raises(error, match=match):
+        CompactionSetup(**fields)
+
+
+def test_the_setup_budget_is_the_configs_budget_for_its_windows() -> None:
+    setup = compaction_setup(failing_client(), config(), window=64_000, summarizer_window=8000)
+    assert setup.budget() == CompactionBudget.from_config(config(), 64_000, summarizer_window=8000)
+    assert setup.budget(7).keep_recent_tokens == 7
+    assert setup.reserve == 200 and setup.budget().target_tokens == 64_000 - 200
 
 
 # --- fit_summary ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from compaction_support import ScriptedModel, failing_client
+from compaction_support import ScriptedModel, compaction_setup, failing_client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -104,9 +104,7 @@ def test_compaction_fits_or_raises_keeps_pairs_and_never_touches_the_caller(
         try:
             out = compact_history(
                 messages,
-                client=_client(kind, model),
-                config=config,
-                window=case.window,
+                compaction_setup(_client(kind, model), config, window=case.window),
                 keep_recent_tokens=case.keep_recent_tokens,
             )
         except CompactionError:

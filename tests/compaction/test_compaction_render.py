@@ -7,6 +7,7 @@ from compaction_support import (
     ScriptedModel,
     assistant,
     call,
+    compaction_setup,
     pi_call,
     pi_result,
     result,
@@ -98,12 +99,9 @@ def test_tool_result_details_never_reach_the_summariser() -> None:
         user("now the docs"),
         assistant("done"),
     ]
+    config = MemoryContextConfig(compaction={"reserve_tokens_floor": 100})
     compact_history(
-        messages,
-        client=model.client(),
-        config=MemoryContextConfig(compaction={"reserve_tokens_floor": 100}),
-        window=4000,
-        keep_recent_tokens=10,
+        messages, compaction_setup(model.client(), config, window=4000), keep_recent_tokens=10
     )
     sent = model.everything_sent
     assert "VISIBLE-OUTPUT 3 passed" in sent and "VISIBLE-ANTHROPIC" in sent

@@ -13,6 +13,7 @@ from compaction_support import (
     assistant,
     budget,
     call,
+    compaction_setup,
     conversation_of,
     failing_client,
     result,
@@ -36,7 +37,7 @@ from memctx.compaction import (
     worst,
 )
 from memctx.llm import LLMClient
-from memctx.messages import InfoCache, TokenCounter
+from memctx.messages import TokenCounter
 from tests.strategies import examples
 
 # litellm's mock_response path builds a response type that pydantic warns about (not ours).
@@ -46,7 +47,8 @@ pytestmark = pytest.mark.filterwarnings(
 
 
 def summarizer(client: LLMClient, b: CompactionBudget | None = None) -> Summarizer:
-    return Summarizer(client, b or budget(), counter=TokenCounter(), infos=InfoCache())
+    sizes = b or budget()
+    return Summarizer(compaction_setup(client, window=sizes.window), sizes)
 
 
 def huge_user(tag: str = "huge") -> dict[str, Any]:

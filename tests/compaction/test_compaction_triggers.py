@@ -16,6 +16,7 @@ from compaction_support import (
     ScriptedModel,
     assistant,
     call,
+    compaction_setup,
     pi_call,
     pi_result,
     result,
@@ -273,7 +274,7 @@ def test_a_prompt_that_fits_is_sent_as_is_without_llm_calls() -> None:
     model, provider = ScriptedModel(), Provider()
     messages = [system(), *tool_turns("t", 2)]
     out = recover_from_overflow(
-        messages, provider, client=model.client(), config=config(), window=WINDOW
+        messages, compaction_setup(model.client(), config(), window=WINDOW), provider
     )
     assert out.result == "reply 1" and out.path == "sent as is" and not out.recovered
     assert out.messages == messages and model.requests == []
@@ -292,7 +293,7 @@ def test_a_replay_where_one_tool_output_exceeds_the_window_survives() -> None:
     for step in steps:
         sends_before = len(provider.sent)
         out = recover_from_overflow(
-            [*history, *step], provider, client=model.client(), config=config(), window=WINDOW
+            [*history, *step], compaction_setup(model.client(), config(), window=WINDOW), provider
         )
         assert len(provider.sent) - sends_before <= 1 + MAX_OVERFLOW_COMPACTION_ATTEMPTS + 1
         paths.append(out.path)
@@ -320,10 +321,9 @@ def test_no_summariser_request_exceeds_its_window_even_for_one_huge_output() -> 
     ]
     out = compact_history(
         messages,
-        client=model.client(),
-        config=config(),
-        window=100_000,
-        summarizer_window=summarizer_window,
+        compaction_setup(
+            model.client(), config(), window=100_000, summarizer_window=summarizer_window
+        ),
         keep_recent_tokens=0,
     )
     assert out.compacted and model.requests
@@ -341,10 +341,8 @@ def test_three_compactions_then_truncation_then_a_clear_error() -> None:
     with pytest.raises(ContextOverflowError) as caught:
         recover_from_overflow(
             messages,
+            compaction_setup(model.client(), config(), window=WINDOW),
             provider,
-            client=model.client(),
-            config=config(),
-            window=WINDOW,
             tool_result_max_chars=600,
         )
     err = caught.value
@@ -368,10 +366,8 @@ def test_the_callers_previous_summary_goes_into_the_first_compaction_only() -> N
     with pytest.raises(ContextOverflowError) as caught:
         recover_from_overflow(
             messages,
+            compaction_setup(model.client(), config(), window=WINDOW),
             Provider(always=True),
-            client=model.client(),
-            config=config(),
-            window=WINDOW,
             previous_summary="EARLIER-NOTE",
             max_attempts=2,
         )
@@ -394,10 +390,8 @@ def test_truncation_alone_rescues_a_prompt_with_an_oversized_result() -> None:
     messages = [system(), user("go"), call("c1", "bash", cmd="cat"), result("c1", _big(30_000))]
     out = recover_from_overflow(
         messages,
+        compaction_setup(model.client(), config(), window=WINDOW),
         strict,
-        client=model.client(),
-        config=config(),
-        window=WINDOW,
         max_attempts=0,
         tool_result_max_chars=5000,
     )
@@ -416,7 +410,7 @@ def test_an_error_that_is_not_an_overflow_is_raised_at_once() -> None:
 
     with pytest.raises(ConnectionError):
         recover_from_overflow(
-            [system(), user("hi")], down, client=model.client(), config=config(), window=WINDOW
+            [system(), user("hi")], compaction_setup(model.client(), config(), window=WINDOW), down
         )
     assert model.requests == []
 
@@ -434,7 +428,7 @@ def test_recovery_helpers_and_arguments() -> None:
     for bad in ({"max_attempts": -1}, {"tool_result_max_chars": 0}):
         with pytest.raises(ValueError):
             recover_from_overflow(
-                [], Provider(), client=client, config=config(), window=WINDOW, **bad
+                [], compaction_setup(client, config(), window=WINDOW), Provider(), **bad
             )
 
 
@@ -446,10 +440,8 @@ def test_manual_compact_puts_the_users_instructions_into_the_prompt() -> None:
     messages = [system(), *tool_turns("t", 6)]
     out = manual_compact(
         messages,
+        compaction_setup(model.client(), config(), window=WINDOW),
         "/compact  keep the database migration decisions ",
-        client=model.client(),
-        config=config(),
-        window=WINDOW,
         keep_recent_tokens=COUNTER.count_messages(messages[-4:]),
     )
     assert out.compacted
@@ -458,10 +450,8 @@ def test_manual_compact_puts_the_users_instructions_into_the_prompt() -> None:
     plain = ScriptedModel()
     manual_compact(
         messages,
+        compaction_setup(plain.client(), config(), window=WINDOW),
         "only the API",
-        client=plain.client(),
-        config=config(),
-        window=WINDOW,
         keep_recent_tokens=0,
     )
     assert plain.prompts[-1].endswith("only the API")
@@ -622,9 +612,7 @@ def test_compact_with_safeguard_adds_the_sections_whatever_the_mode() -> None:
     ]
     out = compact_with_safeguard(
         messages,
-        client=model.client(),
-        config=config("default"),
-        window=WINDOW,
+        compaction_setup(model.client(), config("default"), window=WINDOW),
         keep_recent_tokens=COUNTER.count_messages(messages[-4:]),
     )
     assert out.summary.startswith("HISTORY-SUMMARY") and TOOL_FAILURES_HEADER in out.summary

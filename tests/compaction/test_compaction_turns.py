@@ -16,6 +16,7 @@ from compaction_support import (
     ScriptedModel,
     assistant,
     call,
+    compaction_setup,
     failing_client,
     result,
     system,
@@ -94,12 +95,13 @@ def history(n: int, size: int = 20) -> list[dict[str, Any]]:
     return [system(), *(m for k in range(n) for m in turn(k, size))]
 
 
-def compact(messages: list[Any], client: LLMClient, **kwargs: Any) -> TurnCompactionResult:
+def compact(
+    messages: list[Any], client: LLMClient, *, window: int = WINDOW, **kwargs: Any
+) -> TurnCompactionResult:
     """compact_turns, checking that the caller's list and dicts are left as they were."""
-    kwargs.setdefault("config", config())
-    kwargs.setdefault("window", WINDOW)
+    settings = kwargs.pop("config", None) or config()
     snapshot, ids = copy.deepcopy(messages), [id(m) for m in messages]
-    out = compact_turns(messages, client=client, **kwargs)
+    out = compact_turns(messages, compaction_setup(client, settings, window=window), **kwargs)
     assert messages == snapshot and [id(m) for m in messages] == ids
     assert out.tokens_after == COUNTER.count_messages(out.messages)
     return out
@@ -266,22 +268,21 @@ def test_the_offline_model_compacts_deterministically() -> None:
 
 
 def test_bad_arguments_name_the_problem() -> None:
+    setup = compaction_setup(LLMClient(), config(), window=WINDOW)
     with pytest.raises(TypeError, match="list of message dicts"):
-        compact_turns("hello", client=LLMClient(), config=config(), window=WINDOW)  # type: ignore[arg-type]
+        compact_turns("hello", setup)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="context window"):
-        compact_turns(history(3), client=LLMClient(), config=config(), window=0)
-    compactor = TurnCompactor(config(), LLMClient(), window=WINDOW)
+        compaction_setup(LLMClient(), config(), window=-5)
+    compactor = TurnCompactor(setup)
     with pytest.raises(ValueError, match="turn must be an int"):
         compactor.maybe_compact(history(3), turn=-1, last_input_tokens=None)
-    with pytest.raises(ValueError, match="context window"):
-        TurnCompactor(config(), LLMClient(), window=-5)
 
 
 # --- TurnCompactor: trigger, turn 0, guard -------------------------------------------------
 
 
 def test_the_dual_threshold() -> None:
-    compactor = TurnCompactor(config(threshold=1_000), LLMClient(), window=WINDOW)
+    compactor = TurnCompactor(compaction_setup(LLMClient(), config(threshold=1_000), window=WINDOW))
     due = compactor.due
     assert due(3, last_input_tokens=1_000, estimated_tokens=10) == (
         "last input 1,000 tokens >= threshold 1,000"
@@ -295,7 +296,7 @@ def test_the_dual_threshold() -> None:
 
 def test_never_on_turn_0() -> None:
     model = ScriptedModel()
-    compactor = TurnCompactor(config(threshold=1), model.client(), window=WINDOW)
+    compactor = TurnCompactor(compaction_setup(model.client(), config(threshold=1), window=WINDOW))
     messages = history(6)
     out = compactor.maybe_compact(messages, turn=0, last_input_tokens=10**9)
     assert out.status is TurnCompactionStatus.NOT_DUE and out.reason == "never on turn 0"
@@ -305,7 +306,9 @@ def test_never_on_turn_0() -> None:
 
 def test_under_the_threshold_is_not_due_and_costs_no_call() -> None:
     model = ScriptedModel()
-    compactor = TurnCompactor(config(threshold=10**6), model.client(), window=WINDOW)
+    compactor = TurnCompactor(
+        compaction_setup(model.client(), config(threshold=10**6), window=WINDOW)
+    )
     out = compactor.maybe_compact(history(6), turn=4, last_input_tokens=5)
     assert out.status is TurnCompactionStatus.NOT_DUE and "under the threshold" in out.reason
     assert out.tokens_before == COUNTER.count_messages(history(6))  # counted when not given
@@ -314,7 +317,9 @@ def test_under_the_threshold_is_not_due_and_costs_no_call() -> None:
 
 def test_min_turns_between_compactions_is_respected() -> None:
     model = ScriptedModel()
-    compactor = TurnCompactor(config(threshold=2_000, spacing=3), model.client(), window=WINDOW)
+    compactor = TurnCompactor(
+        compaction_setup(model.client(), config(threshold=2_000, spacing=3), window=WINDOW)
+    )
     messages = history(8)
     statuses = []
     for t in range(1, 8):
@@ -338,7 +343,7 @@ def test_a_compaction_that_stays_over_the_threshold_backs_off() -> None:
     # The kept turn alone is over the threshold: compacting cannot help.
     model = ScriptedModel()
     compactor = TurnCompactor(
-        config(threshold=50, recent=1, spacing=2), model.client(), window=WINDOW
+        compaction_setup(model.client(), config(threshold=50, recent=1, spacing=2), window=WINDOW)
     )
     messages = history(3, size=40)
     compacted_at = []
@@ -356,7 +361,9 @@ def test_a_compaction_that_stays_over_the_threshold_backs_off() -> None:
 
 def test_a_failure_is_recorded_in_the_shared_guard() -> None:
     guard = LoopGuard(min_turns_between=3)
-    compactor = TurnCompactor(config(threshold=1), failing_client(), window=WINDOW, guard=guard)
+    compactor = TurnCompactor(
+        compaction_setup(failing_client(), config(threshold=1), window=WINDOW), guard=guard
+    )
     messages = history(5)
     out = compactor.maybe_compact(messages, turn=2, last_input_tokens=None)
     assert out.failed and out.messages == messages
@@ -466,7 +473,7 @@ def test_an_agent_loop_never_compacts_on_turn_0_or_consecutive_turns(fmt: str) -
             max_summary_tokens=case.max_summary_tokens,
         )
         model = _summariser(case)
-        compactor = TurnCompactor(cfg, model.client(), window=case.window)
+        compactor = TurnCompactor(compaction_setup(model.client(), cfg, window=case.window))
         guard = compactor.guard
         limit = max(min(case.max_summary_tokens, case.window // 16), 1)
         segments = _segments(case.messages)

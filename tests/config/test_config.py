@@ -33,9 +33,10 @@ def config_error(data: dict[str, Any]) -> str:
 
 
 def test_top_level_defaults_match_seed_000_and_design() -> None:
-    """Seed defaults, except the two that measurement changed (kept in ``seed_preset``)."""
+    """Seed defaults, except the two that measurement changed (kept in ``seed_preset``) and
+    ``enabled``: constructing memctx is the opt-in, ``false`` the explicit off switch."""
     c = MemoryContextConfig()
-    assert c.enabled is False
+    assert c.enabled is True
     assert c.hard_cap_tokens == 4000
     assert c.embedding_model == "hash"
     assert c.redaction is True
@@ -766,8 +767,8 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path)  # a directory
     binary = tmp_path / "binary.json"
-    binary.write_bytes(b"\xff\xfe\x00{")
-    with pytest.raises(ConfigError, match="cannot read config file"):
+    binary.write_bytes(b"{}\n\xff\xfe\x00{")
+    with pytest.raises(ConfigError, match="not UTF-8 text: invalid byte at line 2, byte offset 3"):
         load_config(binary)
 
 
@@ -790,3 +791,14 @@ def test_explicit_settings_are_what_was_given_not_the_defaults() -> None:
     assert later.context_pruning.mode == MemoryContextConfig().context_pruning.mode
     assert MemoryContextConfig().explicit_settings() == {}
     assert later.with_overrides({}).explicit_settings() == later.explicit_settings()
+
+
+def test_a_dotted_key_in_a_file_says_how_to_nest_it(tmp_path: Path) -> None:
+    path = tmp_path / "memctx.json"
+    path.write_text('{"compaction.maxHistoryShare": 0.4}', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "compaction.maxHistoryShare: unknown field; dotted keys are for --set" in str(info.value)
+    assert '{"compaction": {"maxHistoryShare": ...}} in JSON, [compaction] in TOML' in str(
+        info.value
+    )

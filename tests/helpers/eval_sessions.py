@@ -143,7 +143,7 @@ def strategy_setup(store_dir: Path, window: int = 8_000, **overrides: Any) -> St
     timing)."""
     return StrategySetup(
         window=window,
-        config=MemoryContextConfig(enabled=True).with_overrides(overrides),
+        config=MemoryContextConfig().with_overrides(overrides),
         store_dir=store_dir,
         counter=TokenCounter(),
         infos=InfoCache(),

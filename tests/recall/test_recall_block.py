@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from memctx.messages.markers import is_recalled_block
 from memctx.messages.tokens import estimate_tokens
-from memctx.recall.block import GAP_MARKER, RecallItem, build_recall_block, recall_message
+from memctx.recall.block import (
+    GAP_MARKER,
+    RecallItem,
+    build_recall_block,
+    compact_text,
+    recall_message,
+)
 from tests.strategies import examples
 
 T0 = 1_770_724_260.0  # 2026-02-10 11:51 UTC
@@ -129,6 +135,16 @@ def test_whitespace_without_meaning_is_dropped_indentation_kept() -> None:
     block = build_recall_block([], [detail("def f():\n\n    return 1   \n\n", 0.5)], 4000)
     assert block is not None
     assert "assistant: def f():\n    return 1\n</detail>" in block.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab \t\r\n\x0b\x0c\x1c\x85\u2028\u3000")), max_size=40)
+)
+def test_compacting_only_drops_whitespace_never_joins_words(text: str) -> None:
+    # The call record's preview of a recalled item flattens whitespace without compacting
+    # first: the same words in the same order, whatever compact_text dropped.
+    assert compact_text(text).split() == text.split()
 
 
 def test_the_block_fills_its_cap_with_short_details() -> None:

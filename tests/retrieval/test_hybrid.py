@@ -233,6 +233,44 @@ def test_search_is_deterministic(store: RawStore) -> None:
     assert first == [search_store(store, q, limit=10) for q in queries]
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(1, 12), st.booleans())
+def test_excluded_keys_leave_the_ranking_of_the_rest_unchanged(
+    seed: int, n: int, limit: int, filtered: bool
+) -> None:
+    # What the recall asks for: the best ``limit`` segments the context does not hold. The
+    # excluded keys are still scored (neighbours, episodes), so the others rank as before.
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
+    sessions = [rng.choice("ab") for _ in range(n)]
+    bm25, vectors, episodes = _corpus(texts, sessions, sorted(rng.uniform(0, 9e4) for _ in texts))
+    allowed = frozenset(k for k in range(n) if sessions[k] == "a") if filtered else None
+    excluded = set(rng.sample(range(n + 3), rng.randint(0, n)))  # unknown keys too
+    kw: dict[str, Any] = {
+        "bm25": bm25,
+        "vectors": vectors,
+        "embedder": EMB,
+        "episodes": episodes,
+        "allowed": allowed,
+        "params": SearchParams(candidates=9),
+    }
+    for query in ("redis queue", "docker port error", "cache"):
+        every = hybrid_search(query, limit=n + 3, **kw)
+        want = [h for h in every if h.key not in excluded][:limit]
+        assert hybrid_search(query, limit=limit, exclude=excluded, **kw) == want
+
+
+def test_search_store_leaves_out_segments_by_id(store: RawStore) -> None:
+    every = search_store(store, "Redis job queue", limit=100, cross_session=True)
+    assert len(every) >= 2
+    first_id = store.segment(every[0].key).id
+    rest = search_store(
+        store, "Redis job queue", limit=100, cross_session=True, exclude_ids={first_id, "gone"}
+    )
+    assert rest == every[1:]
+    assert store.keys_of([first_id, "gone", first_id]) == [every[0].key, every[0].key]
+
+
 # -- the vectorised hybrid_search against the per-key loop it replaced ---------------------------
 
 
@@ -350,6 +388,53 @@ def test_hybrid_search_equals_the_per_key_reference(
             ref = every[g.key]
             assert abs(g.score - ref.score) < 1e-6 and abs(g.vector - ref.vector) < 1e-6
             assert g.text == ref.text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 80), st.booleans())
+def test_hybrid_search_ranks_the_same_under_sparse_keys(seed: int, n: int, filtered: bool) -> None:
+    # Keys far apart switch the indexes' dense look-up arrays off (dict look-ups instead, in
+    # the episode links, the vector rows and the BM25 slots): the same corpus under keys
+    # shifted by 10**12 must rank exactly the same, to the bit.
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
+    sessions = [rng.choice("ab") for _ in range(n)]
+    stamps = sorted(rng.uniform(0, 3 * 86_400) for _ in range(n))
+    removed = rng.sample(range(n), n // 5)
+    matrix = EMB.embed(texts)
+    ranked: list[list[list[tuple[int, float, float, float]]]] = []
+    for offset in (0, 10**12):
+        bm25, vectors, episodes = BM25Index(), VectorIndex(EMB.dim), EpisodeIndex()
+        for i, text in enumerate(texts):
+            bm25.add(i + offset, tokenize(text))
+            vectors.add(i + offset, matrix[i])
+            episodes.add(i + offset, sessions[i], stamps[i])
+        for i in removed:
+            bm25.remove(i + offset)
+            vectors.remove(i + offset)
+            episodes.remove(i + offset)
+        allowed = (
+            frozenset(i + offset for i in range(n) if sessions[i] == "a") if filtered else None
+        )
+        ranked.append(
+            [
+                [
+                    (h.key - offset, h.score, h.vector, h.text)
+                    for h in hybrid_search(
+                        query,
+                        bm25=bm25,
+                        vectors=vectors,
+                        embedder=EMB,
+                        episodes=episodes,
+                        allowed=allowed,
+                        params=SearchParams(candidates=7),
+                        limit=10,
+                    )
+                ]
+                for query in ("redis queue", "docker port error", "cache")
+            ]
+        )
+    assert ranked[0] == ranked[1]
 
 
 def test_episode_bulk_accessors_match_the_single_ones() -> None:

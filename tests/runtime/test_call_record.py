@@ -27,7 +27,7 @@ WINDOW = 20_000  # cap 2,000; safe limit 14,000
 
 
 def engine(tmp_path: Path, **kw: Any) -> MemoryContext:
-    config = kw.pop("config", MemoryContextConfig(enabled=True))
+    config = kw.pop("config", MemoryContextConfig())
     return MemoryContext(
         config, store_dir=tmp_path / "store", session_id="s1", context_window_tokens=WINDOW, **kw
     )
@@ -343,7 +343,6 @@ def test_pruned_tool_results_are_listed_and_counted_back_to_the_callers_tokens(
         msgs.append({"role": "tool", "tool_call_id": f"b{k}", "content": log})
     msgs.append({"role": "user", "content": "what is the payment webhook url again?"})
     config = MemoryContextConfig(
-        enabled=True,
         contextPruning={"mode": "cache-ttl", "ttl": "5m", "hardClear": {"enabled": False}},
     )
     with MemoryContext(

@@ -47,7 +47,7 @@ def embedder(request: pytest.FixtureRequest) -> Embedder:
 
 def _engine(tmp_path: Path, embedder: Embedder, **settings: Any) -> MemoryContext:
     kind = "hash" if embedder.name == "hash" else "transformer"
-    config = MemoryContextConfig(enabled=True, embedding_model=kind, **settings)
+    config = MemoryContextConfig(embedding_model=kind, **settings)
     mem = MemoryContext(
         config,
         store_dir=tmp_path / "store",
@@ -153,7 +153,7 @@ def test_the_bar_is_on_the_best_candidate_not_on_each(tmp_path: Path) -> None:
         {"role": "user", "content": fact, "timestamp": now - (len(FACTS) - i) * day}
         for i, fact in enumerate(FACTS)
     ]
-    config = MemoryContextConfig(enabled=True, knowledge_extraction=False)
+    config = MemoryContextConfig(knowledge_extraction=False)
     with MemoryContext(
         config, store_dir=tmp_path / "store", session_id="s1", context_window_tokens=200_000
     ) as mem:

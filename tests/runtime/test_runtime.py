@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memctx import MemoryContextConfig
+from memctx import MemoryContextConfig, load_config
 from memctx.errors import StoreError
 from memctx.messages import recalled_block_text
 from memctx.messages.markers import is_recalled_block
@@ -22,7 +22,7 @@ WINDOW = 20_000  # cap = min(4000, 2000) = 2000; safe limit = 20000 - 4000 - 200
 
 
 def cfg(**kw: Any) -> MemoryContextConfig:
-    return MemoryContextConfig(enabled=True, **kw)
+    return MemoryContextConfig(**kw)
 
 
 def engine(tmp_path: Path, **kw: Any) -> MemoryContext:
@@ -194,6 +194,44 @@ def test_disabled_config_passes_everything_through(tmp_path: Path) -> None:
         assert mem.on_context(msgs) is msgs
         mem.on_before_compact(msgs)
     assert not (tmp_path / "store" / "segments.jsonl").exists()
+
+
+def test_disabled_engine_warns_once_and_stats_say_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    msgs = long_session()
+    with (
+        caplog.at_level("WARNING", logger="memctx"),
+        engine(tmp_path, config=MemoryContextConfig(enabled=False)) as mem,
+    ):
+        for _ in range(3):
+            assert mem.on_context(msgs) is msgs
+            mem.on_before_compact(msgs)
+        stats = mem.stats()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert "disabled by enabled=false" in warnings[0]
+    assert "set enabled=true" in warnings[0]
+    assert stats["enabled"] is False
+
+
+def test_a_config_that_never_mentions_enabled_is_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file setting only hardCapTokens gives a working engine, without the warning."""
+    file = tmp_path / "my.toml"
+    file.write_text("hardCapTokens = 1500\n", encoding="utf-8")
+    msgs = long_session(question="where does the payment webhook live?")
+    with (
+        caplog.at_level("WARNING", logger="memctx"),
+        engine(tmp_path, config=load_config(file)) as mem,
+    ):
+        out = mem.on_context(msgs)
+        stats = mem.stats()
+    assert stats["enabled"] is True
+    assert stats["recall_cap"] == 1500
+    assert estimate_messages_tokens(out) < estimate_messages_tokens(msgs)  # trimmed
+    assert not [r for r in caplog.records if "disabled" in r.getMessage()]
 
 
 @pytest.mark.parametrize("placement", ["after-system", "before-request", "end"])

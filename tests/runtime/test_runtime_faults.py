@@ -27,7 +27,7 @@ WINDOW = 6_000
 
 
 def engine(store: Path, window: int = WINDOW, **settings: Any) -> MemoryContext:
-    config = MemoryContextConfig(enabled=True, hardCapTokens=600, reserveTokens=800, **settings)
+    config = MemoryContextConfig(hardCapTokens=600, reserveTokens=800, **settings)
     return MemoryContext(
         config, store_dir=store, session_id="s1", context_window_tokens=window,
         embedder=HashEmbedder(),
@@ -362,7 +362,7 @@ def test_store_dir_is_read_once_and_never_blank(
     with pytest.raises(StoreError, match="store_dir must be a non-empty path"):
         MemoryContext(store_dir="", session_id="s1")
     with MemoryContext(
-        MemoryContextConfig(enabled=True, knowledgeExtraction=True),
+        MemoryContextConfig(knowledgeExtraction=True),
         store_dir="~/.memctx/store",
         session_id="s1",
         embedder=HashEmbedder(),

@@ -111,7 +111,7 @@ def test_the_engine_uses_a_real_model_in_the_background(tmp_path: Path) -> None:
     model = ScriptedModel()
     client = LLMClient(MODEL, cache_dir=tmp_path / "llm-cache", completion=model)
     with MemoryContext(
-        MemoryContextConfig(enabled=True), store_dir=tmp_path, session_id="s", llm=client
+        MemoryContextConfig(), store_dir=tmp_path, session_id="s", llm=client
     ) as mem:
         mem.on_before_compact(FIRST)
         mem.on_before_compact(LATER)

@@ -46,7 +46,6 @@ def setups(draw: st.DrawFn, fmt: str) -> tuple[TrimCase, int, MemoryContextConfi
     total = _tokens(case.messages)
     window = draw(st.integers(40, max(60, 2 * total)))
     config = MemoryContextConfig(
-        enabled=True,
         reserve_tokens=draw(st.sampled_from([0, 20, 200])),
         hard_cap_tokens=draw(st.sampled_from([30, 300, 4000])),
         protected_recent_messages=case.protected_recent,
@@ -110,7 +109,7 @@ def test_property_hooks_never_raise_on_malformed_input(messages: list[Any], wind
     with (
         tempfile.TemporaryDirectory() as tmp,
         MemoryContext(
-            MemoryContextConfig(enabled=True, knowledge_extraction=False),
+            MemoryContextConfig(knowledge_extraction=False),
             store_dir=Path(tmp),
             session_id="fuzz",
             context_window_tokens=window,

@@ -53,9 +53,7 @@ def transcript(builds: int, fillers: int = 0) -> list[dict[str, Any]]:
 
 
 def engine(tmp_path: Path, clock: Clock, **pruning: Any) -> MemoryContext:
-    config = MemoryContextConfig(
-        enabled=True, contextPruning={"mode": "cache-ttl", "ttl": "5m", **pruning}
-    )
+    config = MemoryContextConfig(contextPruning={"mode": "cache-ttl", "ttl": "5m", **pruning})
     return MemoryContext(
         config,
         store_dir=tmp_path / "store",
@@ -106,7 +104,7 @@ def test_a_pruned_result_that_is_trimmed_later_is_archived_whole(tmp_path: Path)
 
 def test_pruning_off_sends_tool_results_whole(tmp_path: Path) -> None:
     messages = transcript(6)
-    config = MemoryContextConfig(enabled=True)
+    config = MemoryContextConfig()
     with MemoryContext(
         config, store_dir=tmp_path / "s", session_id="s1", context_window_tokens=WINDOW
     ) as mem:

@@ -96,7 +96,7 @@ def _disk(store: Path) -> bytes:
 
 
 def _run_both_hooks(store: Path, messages: list[dict[str, Any]], window: int) -> None:
-    config = MemoryContextConfig(enabled=True, hardCapTokens=500)
+    config = MemoryContextConfig(hardCapTokens=500)
     with MemoryContext(
         config,
         store_dir=store,

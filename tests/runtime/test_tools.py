@@ -14,7 +14,7 @@ from memctx import MemoryContext, MemoryContextConfig, call_memory_tool, tool_de
 @pytest.fixture
 def mem(tmp_path: Path) -> Any:
     engine = MemoryContext(
-        MemoryContextConfig(enabled=True),
+        MemoryContextConfig(),
         store_dir=tmp_path / "store",
         session_id="s1",
         context_window_tokens=20_000,

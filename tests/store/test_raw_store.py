@@ -811,3 +811,22 @@ def test_appends_fsync_only_when_durable(tmp_path: Path, monkeypatch: pytest.Mon
         assert len(synced) == (3 if durable else 0)
         synced.clear()
         store.close()
+
+
+def test_contents_stay_right_while_the_content_cache_evicts_by_size(tmp_path: Path) -> None:
+    # Segments whose contents together exceed the read cache's character bound (one alone
+    # exceeds it): read back in turn, again and again, each is always its own text.
+    store = RawStore(tmp_path, embedder=HashEmbedder(), redactor=None, eviction_days=None)
+    sizes = [1_400_000, 1_400_000, 1_400_000, 4_500_000, 30, 30_000]
+    texts = [f"part{i} " + "xyz"[i % 3] * size for i, size in enumerate(sizes)]
+    segments = store.add_many([{"session_id": "s", "role": "tool", "content": t} for t in texts])
+    keys: list[int] = []
+    for segment in segments:
+        key = store.key_of(segment.id) if segment is not None else None
+        assert key is not None
+        keys.append(key)
+    for round_ in range(3):
+        order = list(range(len(texts)))[round_:] + list(range(len(texts)))[:round_]
+        for i in order + order[::-1]:
+            assert store.content(keys[i]) == texts[i]
+    store.close()

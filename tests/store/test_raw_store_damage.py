@@ -144,7 +144,7 @@ def test_the_embedders_own_zero_vector_is_not_damage(
 
 
 def test_both_hooks_keep_working_over_a_damaged_vector_file(tmp_path: Path) -> None:
-    config = MemoryContextConfig(enabled=True)
+    config = MemoryContextConfig()
     history = [{"role": "system", "content": "You are a coding agent."}]
     history += [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i}: {TOPICS[i % 5]}"}

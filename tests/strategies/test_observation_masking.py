@@ -35,7 +35,7 @@ NAME = "observation-masking"
 def _setup(window: int = 1_000_000) -> StrategySetup:
     return StrategySetup(
         window=window,
-        config=MemoryContextConfig(enabled=True),
+        config=MemoryContextConfig(),
         store_dir=Path("unused"),
         counter=TokenCounter(),
         infos=InfoCache(),

@@ -113,7 +113,7 @@ def evaluate_product(
         "evictionDays": _RETENTION_DAYS,
         "embeddingModel": "hash" if embedder.name == "hash" else "transformer",
     }
-    config = MemoryContextConfig(enabled=True).with_overrides(settings | (overrides or {}))
+    config = MemoryContextConfig().with_overrides(settings | (overrides or {}))
     window = cap * 10
     scores: list[float] = []
     used: list[int] = []

@@ -170,9 +170,7 @@ def _one_conversation(
     settings = {"evictionDays": _RETENTION_DAYS, "embeddingModel": kind}
     questions = [q for q in conv.questions if q.evidence]
     for n, budget in enumerate(budgets):
-        config = MemoryContextConfig(enabled=True).with_overrides(
-            {**settings, "hardCapTokens": budget}
-        )
+        config = MemoryContextConfig().with_overrides({**settings, "hardCapTokens": budget})
         with MemoryContext(
             config,
             store_dir=store_dir,

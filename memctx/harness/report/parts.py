@@ -14,7 +14,7 @@ from .checks import Check, run_checks
 from .figures import Chart
 from .frontier import FRONTIER_CHART, FRONTIER_NOTE, frontier, frontier_reading, frontier_table
 from .intervals import INTERVAL_NOTE
-from .notes import summary_model_note
+from .notes import recall_cap_run_note, summary_model_note
 from .recommend import Recommendation, recommend
 from .tables import (
     Table,
@@ -51,7 +51,7 @@ class ReportParts:
         summary: The run's summary (schema 2).
         recommendation: What to pick, derived from the numbers.
         headline: The all-suites table.
-        notes: Sentences under it (intervals, the summaries' model).
+        notes: Sentences under it (intervals, the summaries' model, the recall cap).
         by_suite: Recall accuracy per suite with intervals and n.
         checks: The claims and their verdicts.
         frontier: The frontier table.
@@ -107,12 +107,12 @@ def gather(
     points = frontier(pooled_records(summary))
     header, rows = frontier_table(points)
     chart = next((c for c in charts if c.path.name == FRONTIER_CHART), None)
-    said = summary_model_note(summary)
+    said = [note for note in (summary_model_note(summary), recall_cap_run_note(summary)) if note]
     return ReportParts(
         summary=summary,
         recommendation=recommend(summary, probes),
         headline=headline_table(summary),
-        notes=(INTERVAL_NOTE, *([said] if said else [])),
+        notes=(INTERVAL_NOTE, *said),
         by_suite=suite_table(summary),
         checks=tuple(run_checks(summary, probes)),
         frontier=Table(header, rows),
