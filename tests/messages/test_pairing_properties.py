@@ -23,6 +23,7 @@ from memctx.messages import (
     repair_with_sources,
     role_kind,
 )
+from memctx.messages.fixes import meaningful
 from tests.strategies import (
     FORMATS,
     damaged_conversations,
@@ -263,6 +264,23 @@ def _assert_nothing_valid_lost(fmt: str, messages: list[Any], repaired: list[Any
             assert message["mid"] in kept, f"message {index} had no violation but was dropped"
     assert not _texts(messages) - _texts(repaired), "repair lost text"
     assert not answerable_results(fmt, messages) - _results(fmt, repaired), "a result was lost"
+    assert not _emptied(messages, repaired), "repair left a message with nothing to send"
+
+
+def _emptied(messages: list[Any], repaired: list[Any]) -> list[Any]:
+    """Messages repair edited down to nothing worth sending (a system prompt may be empty).
+
+    A provider refuses an empty message; only an edited copy can be one that was not in
+    the input already (the input's own empty messages are not repair's doing).
+    """
+    given = {id(m) for m in messages}
+    return [
+        m
+        for m in repaired
+        if id(m) not in given
+        and inspect_message(m).kind is not RoleKind.SYSTEM
+        and not meaningful(inspect_message(m))
+    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -349,12 +367,13 @@ def test_a_fixed_sample_of_damaged_conversations_all_repair_to_accepted_ones(fmt
     """3,000 damaged conversations per format from one seed: counted, not searched.
 
     Counted: conversations a provider refuses that memctx calls valid (``blind``), that
-    repair leaves refused (``still_broken``), and whose repair lost a result that answered
-    its call (``lost``). Before the results-first rule and the renaming of reused ids these
-    were far from 0 (the issue's attack: 175 of 3,000 Anthropic ones left invalid).
+    repair leaves refused (``still_broken``), whose repair lost a result that answered its
+    call (``lost``), and where repair left an edited message with nothing to send
+    (``emptied``). Before the results-first rule and the renaming of reused ids the first
+    three were far from 0 (the issue's attack: 175 of 3,000 Anthropic ones left invalid).
     """
     rng = random.Random(f"pairing-{fmt}")
-    blind = still_broken = lost = damaged = 0
+    blind = still_broken = lost = emptied = damaged = 0
     for _ in range(SAMPLE):
         messages = random_damaged_conversation(fmt, rng)
         accepted = provider_accepts(fmt, messages)
@@ -363,5 +382,6 @@ def test_a_fixed_sample_of_damaged_conversations_all_repair_to_accepted_ones(fmt
         repaired = repair_tool_pairing(messages)
         still_broken += not provider_accepts(fmt, repaired)
         lost += bool(answerable_results(fmt, messages) - _results(fmt, repaired))
+        emptied += bool(_emptied(messages, repaired))
     assert damaged > SAMPLE // 2, "the sample is not damaged enough to mean anything"
-    assert (blind, still_broken, lost) == (0, 0, 0)
+    assert (blind, still_broken, lost, emptied) == (0, 0, 0, 0)
