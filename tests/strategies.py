@@ -14,11 +14,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from memctx.messages import recalled_block_text
 
 FORMATS = ("openai", "anthropic", "pi", "gemini")
+
+
+def examples(everyday: int, *, thorough_at_most: int | None = None) -> int:
+    """How many examples a property runs under the loaded profile (tests/conftest.py).
+
+    ``everyday`` is the default profile's count, chosen per property: enough that the
+    seeded examples catch the bugs the property is about (docs/testing.md says how each
+    was checked). The ``thorough`` profile runs its own count (``MEMCTX_PROPERTY_EXAMPLES``,
+    1,000 unless given), never fewer than ``everyday``, and at most ``thorough_at_most``
+    for the properties whose every example drives the hooks end to end with a store.
+    """
+    if settings.get_current_profile_name() != "thorough":
+        return everyday
+    thorough = settings.default.max_examples
+    if thorough_at_most is not None:
+        thorough = min(thorough, thorough_at_most)
+    return max(everyday, thorough)
+
 
 _words = st.sampled_from(
     ["fix", "the", "bug", "in", "parser.py", "run", "pytest", "-q", "ok", "继续", "数据库", "y"]

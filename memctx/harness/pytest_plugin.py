@@ -8,16 +8,19 @@ Fixtures:
 
 - ``memctx_run`` (session): a :class:`MemctxRun` over ``--memctx-run DIR`` when given;
   otherwise one ``memctx eval`` run made for the session (quick set, hash embedder; the full
-  benchmark with ``--memctx-full``) in a temporary folder.
+  benchmark with ``--memctx-full``) in a temporary folder. Under pytest-xdist the workers
+  share it: the first worker to ask makes it, the others wait for it and read it.
 - ``memctx_thresholds`` (session): ``evals/thresholds.toml`` of the rootdir (or
   ``--memctx-thresholds FILE``) as a dict.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -142,18 +145,44 @@ def memctx_run(
     except ImportError as exc:
         pytest.skip(f"memctx.harness.run is not importable ({exc}); pass --memctx-run DIR")
     full = bool(request.config.getoption("memctx_full"))
-    out = tmp_path_factory.mktemp("memctx-eval") / "run"
-    options = (
-        EvalOptions(out_dir=out, progress=False)
-        if full
-        else (EvalOptions(quick=True, embeddings=("hash",), out_dir=out, progress=False))
-    )
+
+    def make(out: Path) -> Path:
+        options = (
+            EvalOptions(out_dir=out, progress=False)
+            if full
+            else (EvalOptions(quick=True, embeddings=("hash",), out_dir=out, progress=False))
+        )
+        return run_eval(options)
+
     try:
-        return MemctxRun(run_eval(options))
+        if not hasattr(request.config, "workerinput"):  # not an xdist worker
+            return MemctxRun(make(tmp_path_factory.mktemp("memctx-eval") / "run"))
+        shared = tmp_path_factory.getbasetemp().parent / "memctx-eval"
+        return MemctxRun(made_once(shared, make))
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("memctx."):
             raise
         pytest.skip(f"the evaluation harness is incomplete ({exc}); pass --memctx-run DIR")
+
+
+def made_once(shared: Path, make: Callable[[Path], Path]) -> Path:
+    """``make(folder)``'s result, made by the first process to ask; the others wait for it.
+
+    Each xdist worker is a session of its own, so a session fixture alone makes the run once
+    per worker (tens of seconds each, on the same cores). The workers' temporary folders
+    share a parent, ``shared`` here: a lock in it serialises them and a note names the
+    finished run. A run that failed leaves no note, so the next worker makes its own (in a
+    folder of its own) and reports its own failure.
+    """
+    shared.mkdir(parents=True, exist_ok=True)
+    note = shared / "run-path.txt"
+    with (shared / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if note.is_file():
+            return Path(note.read_text(encoding="utf-8"))
+        path = make(shared / f"run-{os.getpid()}")
+        note.write_text(str(path), encoding="utf-8")
+        return path
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from memctx.compaction import (
 )
 from memctx.config import MemoryContextConfig
 from memctx.messages import COMPACTED_PREFIX, is_compaction_summary
+from tests.strategies import examples
 
 
 def sized(*tokens: int) -> tuple[list[dict[str, Any]], Any]:
@@ -96,7 +97,7 @@ def test_ratio_counts_with_the_default_estimate() -> None:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, 5000), min_size=1, max_size=8), st.integers(100, 50_000))
 def test_ratio_is_bounded_and_never_grows_with_larger_messages(
     tokens: list[int], window: int
@@ -196,7 +197,7 @@ def test_budget_rejects_a_bad_summariser_window() -> None:
         CompactionBudget.from_config(MemoryContextConfig(), 1000, summarizer_window=0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(20, 300_000), st.integers(1, 5000))
 def test_input_room_is_the_largest_input_a_request_may_carry(window: int, limit: int) -> None:
     b = CompactionBudget(

@@ -19,10 +19,10 @@ from memctx.compaction import (
 )
 from memctx.messages import estimate_message_tokens, pairing_violations
 from memctx.messages.units import tool_spans
-from tests.strategies import FORMATS, compaction_conversations
+from tests.strategies import FORMATS, compaction_conversations, examples
 
 _settings = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

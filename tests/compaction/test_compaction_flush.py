@@ -30,7 +30,7 @@ from compaction_support import (
 )
 from compaction_support import user as user_msg
 from hypothesis import HealthCheck, given, settings
-from strategies import FlushTimeline, flush_timelines
+from strategies import FlushTimeline, examples, flush_timelines
 
 from memctx.compaction import (
     FLUSH_OUTPUT_INSTRUCTIONS,
@@ -225,7 +225,7 @@ def test_flush_compaction_flush_loop_runs_at_most_once_per_cycle(
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -4,7 +4,6 @@ let two compactions run on consecutive turns, and the count stays within the gua
 
 from __future__ import annotations
 
-import os
 from itertools import pairwise
 
 import pytest
@@ -19,11 +18,12 @@ from memctx.compaction import (
     LoopGuard,
 )
 from memctx.config import MemoryContextConfig
-from tests.strategies import GuardTimeline, guard_timelines
+from tests.strategies import GuardTimeline, examples, guard_timelines
 
-EXAMPLES = min(int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "60")), 60)
 _settings = settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(60, thorough_at_most=60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 THRESHOLD = 100_000
 EFFECTIVE = 90_000  # exactly threshold x (1 - 10 %)

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,11 +38,10 @@ from memctx.messages import (
     leading_system_count,
     pairing_violations,
 )
-from tests.strategies import FORMATS, CompactionCase, compaction_cases
+from tests.strategies import FORMATS, CompactionCase, compaction_cases, examples
 
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "40"))
 _settings = settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

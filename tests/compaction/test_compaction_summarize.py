@@ -38,6 +38,7 @@ from memctx.compaction import (
 )
 from memctx.llm import LLMClient
 from memctx.messages import TokenCounter
+from tests.strategies import examples
 
 # litellm's mock_response path builds a response type that pydantic warns about (not ours).
 pytestmark = pytest.mark.filterwarnings(
@@ -301,7 +302,7 @@ def test_the_offline_model_writes_a_full_summary() -> None:
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

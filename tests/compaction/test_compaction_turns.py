@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from itertools import pairwise
 from typing import Any
 
@@ -57,13 +56,13 @@ from tests.strategies import (
     TurnLoopCase,
     compaction_conversations,
     damaged_conversations,
+    examples,
     is_plain_user_text,
     turn_loop_cases,
 )
 
-EXAMPLES = min(int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "40")), 60)
 _settings = settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(40, thorough_at_most=60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -33,6 +33,7 @@ from memctx.text import Redactor, redact
 from tests.strategies import (
     FORMATS,
     SecretCase,
+    examples,
     fuzzed_conversations,
     payload_conversations,
     secret_fragments,
@@ -46,7 +47,9 @@ SMALL = PlannerConfig(tool_payload_max_chars=400, tool_payload_preview_chars=50)
 # and only its notice says it was kept already.
 NEAR = PlannerConfig(tool_payload_max_chars=400, tool_payload_preview_chars=399)
 DEFAULT = PlannerConfig()
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def results_of(messages: list[Any]) -> list[tuple[int, str]]:
@@ -152,7 +155,7 @@ def test_a_second_run_changes_nothing_and_writes_nothing(fmt: str, data: st.Data
         assert {p: os.stat(p).st_ino for p in Path(tmp).rglob("*.json")} == files
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(payload=secret_payloads(), fmt=st.sampled_from(FORMATS))
 def test_a_planted_secret_never_reaches_a_file(payload: tuple[str, SecretCase], fmt: str) -> None:
     text, case = payload
@@ -168,7 +171,7 @@ def test_a_planted_secret_never_reaches_a_file(payload: tuple[str, SecretCase], 
         assert fragment not in dumped  # the preview is the redacted text's
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=fuzzed_conversations(hostile=True))
 def test_malformed_and_hostile_messages_never_raise(messages: list[Any]) -> None:
     before = copy.deepcopy(messages)

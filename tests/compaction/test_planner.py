@@ -19,7 +19,7 @@ from memctx.messages import (
     pairing_violations,
 )
 from memctx.messages.units import tool_spans
-from tests.strategies import FORMATS, valid_conversations
+from tests.strategies import FORMATS, examples, valid_conversations
 
 CONFIG = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0, cutToRatio=1.0)
 SEED = PlannerConfig(reserveTokens=1_000, safetyRatio=1.0, cutToRatio=1.0, splitLongTurn=False)
@@ -136,7 +136,9 @@ def test_a_cut_goes_below_the_budget_and_stays_while_the_history_fits() -> None:
     assert seed.kept_tokens > 0.6 * seed.budget.tokens
 
 
-_settings = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.mark.parametrize("split", [False, True])

@@ -27,6 +27,7 @@ from strategies import (
     Call,
     SidecarCase,
     Turn,
+    examples,
     render,
     sidecar_cases,
     user_message,
@@ -49,7 +50,9 @@ from memctx.messages import (
     is_recalled_block,
 )
 
-_settings = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _config(max_items: int = 60, item_chars: int = 240) -> PlannerConfig:

@@ -32,7 +32,7 @@ from memctx.llm.client import LLMClient, LLMError
 from memctx.messages import recalled_block_text
 from memctx.messages.tokens import estimate_tokens
 from memctx.store.knowledge import Fact, FactType, KnowledgeStore, NewFact, UpdateDecision
-from tests.strategies import multiline_texts
+from tests.strategies import examples, multiline_texts
 
 Reply = str | Exception
 
@@ -503,7 +503,7 @@ def test_an_entry_over_the_budget_is_cut_at_line_breaks_and_loses_nothing() -> N
         chunk_conversation(["x"], 0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(multiline_texts, min_size=1, max_size=6), st.integers(min_value=1, max_value=12))
 def test_chunks_fit_keep_the_text_in_order_and_entries_that_fit_whole(
     entries: list[str], budget: int

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctx.fs.atomic import atomic_write, fsync_dir, write_new_file
+from tests.strategies import examples
 
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "100"))
 TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{16}\.tmp$")
 
 
@@ -205,7 +205,7 @@ def test_concurrent_writers_leave_one_whole_file(tmp_path: Path) -> None:
     assert names(tmp_path) == ["shared.bin"]
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(100))
 @given(
     old=st.none() | st.binary(max_size=64),
     chunks=st.lists(st.binary(max_size=64), max_size=8),

@@ -50,7 +50,7 @@ def test_rate_limits_are_retried_and_the_bound_holds_across_workers(
     monkeypatch.setenv("SCRIPTED_LLM_HOLD_S", "0.05")
     out = run_eval(
         EvalOptions(
-            suites=("needle", "supersede"),
+            suites=("needle",),  # two jobs, one per worker, calling at once
             strategies=("truncate", "observation-masking"),
             embeddings=("hash",),
             quick=True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import given, settings
-from strategies import paired_outcomes
+from strategies import examples, paired_outcomes
 
 from memctx.harness.noise import noise_for, paired_noise
 from memctx.harness.report import Outcomes, difference, recommend
@@ -80,7 +80,7 @@ def test_nothing_in_common_is_no_comparison() -> None:
     assert paired_noise({1: True}, {2: True}) is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(paired_outcomes())
 def test_the_rule_is_symmetric_and_one_probe_is_never_beyond_it(
     outcomes: tuple[dict[int, bool], dict[int, bool]],

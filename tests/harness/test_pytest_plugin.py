@@ -197,3 +197,38 @@ def test_evals_fail_on_violations_and_memory_context_below_truncate(
             "*cjk memory-context/hash: recall_accuracy = 0.01, min 0.75*",
         ]
     )
+
+
+def test_xdist_workers_share_one_run(tmp_path: Path) -> None:
+    """Three processes ask at once: one makes the run, all three get its folder."""
+    import multiprocessing
+
+    from helpers.shared_run import ask_for_run
+
+    shared, answers = tmp_path / "shared", tmp_path / "answers.txt"
+    context = multiprocessing.get_context("spawn")
+    procs = [
+        context.Process(target=ask_for_run, args=(str(shared), str(answers))) for _ in range(3)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    made = (shared / "made.txt").read_text(encoding="utf-8").splitlines()
+    assert len(made) == 1, made
+    assert answers.read_text(encoding="utf-8").splitlines() == made * 3
+    assert Path(made[0]).is_dir()
+
+
+def test_a_failed_shared_run_is_made_again_by_the_next_worker(tmp_path: Path) -> None:
+    from memctx.harness.pytest_plugin import made_once
+
+    def broken(out: Path) -> Path:
+        raise RuntimeError("the eval failed")
+
+    with pytest.raises(RuntimeError, match="the eval failed"):
+        made_once(tmp_path, broken)
+    made = made_once(tmp_path, lambda out: out)
+    assert made.parent == tmp_path
+    assert made_once(tmp_path, broken) == made  # finished: read, not made again

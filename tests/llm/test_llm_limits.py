@@ -12,6 +12,7 @@ from typing import Any
 
 import litellm
 import pytest
+from helpers.slot_holder import hold_slot
 
 from memctx.llm import (
     BudgetExceeded,
@@ -186,28 +187,11 @@ def test_without_limits_the_holding_model_sees_more_callers() -> None:
     assert model.most > 2
 
 
-def _hold_slot(folder: str, record: str, limit: int, rounds: int) -> None:
-    """In a spawned process: take a slot ``rounds`` times, noting entries and exits."""
-    import os
-    import time
-
-    slots = ProviderSlots(Path(folder), limit)
-    for _ in range(rounds):
-        with slots.slot("openai"):
-            with open(record, "a", encoding="utf-8") as fh:
-                fh.write(f"+ {os.getpid()}\n")
-                fh.flush()
-            time.sleep(0.02)
-            with open(record, "a", encoding="utf-8") as fh:
-                fh.write(f"- {os.getpid()}\n")
-                fh.flush()
-
-
 def test_processes_share_the_slots(tmp_path: Path) -> None:
     record = tmp_path / "record.txt"
     context = multiprocessing.get_context("spawn")
     procs = [
-        context.Process(target=_hold_slot, args=(str(tmp_path / "slots"), str(record), 2, 5))
+        context.Process(target=hold_slot, args=(str(tmp_path / "slots"), str(record), 2, 5))
         for _ in range(3)
     ]
     for proc in procs:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctx.llm import Prices, price_completion, price_name, prices_for
-from tests.strategies import priced_models, unpriced_models
+from tests.strategies import examples, priced_models, unpriced_models
 
 # pydantic warns once per process while litellm builds a response type (a litellm matter,
 # not ours); the project turns warnings into errors.
@@ -77,7 +77,7 @@ def test_a_model_without_prices_is_refused_with_names_to_use_instead(
         prices_for("memctx-test-model")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(priced_models, st.integers(0, 100_000), st.integers(0, 10_000))
 def test_a_call_costs_what_the_models_prices_say(model: str, prompt: int, completion: int) -> None:
     # Under the long-context tiers, litellm's per-token price of a call and the eval's prices
@@ -88,7 +88,7 @@ def test_a_call_costs_what_the_models_prices_say(model: str, prompt: int, comple
     assert cost == pytest.approx(prompt * prices.input + completion * prices.output, rel=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(unpriced_models)
 def test_a_model_the_lookup_does_not_know_is_unpriced_not_an_error(model: str) -> None:
     assert price_name(model) is None

@@ -18,7 +18,7 @@ from memctx.messages.anatomy import (
     with_tool_id,
 )
 from memctx.messages.markers import is_recalled_block
-from tests.strategies import hostile_messages
+from tests.strategies import examples, hostile_messages
 
 
 def test_openai_assistant_with_tool_calls() -> None:
@@ -133,7 +133,7 @@ def test_unknown_role_and_non_dicts() -> None:
         inspect_message(junk)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(hostile_messages)
 def test_malformed_messages_never_crash_and_are_not_mutated(message: Any) -> None:
     snapshot = copy.deepcopy(message)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 import random
 from collections import Counter
 from typing import Any
@@ -24,21 +23,28 @@ from memctx.messages import (
     repair_with_sources,
     role_kind,
 )
+from memctx.messages.fixes import meaningful
 from tests.strategies import (
     FORMATS,
     damaged_conversations,
+    examples,
     fuzzed_conversations,
     random_damaged_conversation,
     valid_conversations,
 )
 
-# The issue asks for at least 1,000 examples per format in CI; locally too, it is fast.
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
-_settings = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# Everyday counts (seeded; the thorough profile runs 1,000 per format): drawing the
+# conversations is most of the cost. Each count still fails on every pairing mutant of
+# docs/testing.md that the 1,000-example run fails on; the fixed sample at the end of this
+# file adds 3,000 counted conversations per format on top.
+DAMAGED, VALID, DELETED, MALFORMED = 200, 100, 50, 200
+
+
+def _settings(everyday: int) -> settings:
+    return settings(
+        max_examples=examples(everyday),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 # --- an independent reference: the Anthropic API's rule, over each format's provider view ---
@@ -258,11 +264,28 @@ def _assert_nothing_valid_lost(fmt: str, messages: list[Any], repaired: list[Any
             assert message["mid"] in kept, f"message {index} had no violation but was dropped"
     assert not _texts(messages) - _texts(repaired), "repair lost text"
     assert not answerable_results(fmt, messages) - _results(fmt, repaired), "a result was lost"
+    assert not _emptied(messages, repaired), "repair left a message with nothing to send"
+
+
+def _emptied(messages: list[Any], repaired: list[Any]) -> list[Any]:
+    """Messages repair edited down to nothing worth sending (a system prompt may be empty).
+
+    A provider refuses an empty message; only an edited copy can be one that was not in
+    the input already (the input's own empty messages are not repair's doing).
+    """
+    given = {id(m) for m in messages}
+    return [
+        m
+        for m in repaired
+        if id(m) not in given
+        and inspect_message(m).kind is not RoleKind.SYSTEM
+        and not meaningful(inspect_message(m))
+    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_repair_of_damaged_conversations_is_valid_ordered_and_idempotent(fmt: str) -> None:
-    @_settings
+    @_settings(DAMAGED)
     @given(damaged_conversations(fmt))
     def check(messages: list[Any]) -> None:
         snapshot = copy.deepcopy(messages)
@@ -290,7 +313,7 @@ def test_repair_of_damaged_conversations_is_valid_ordered_and_idempotent(fmt: st
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_valid_conversations_are_left_exactly_as_they_are(fmt: str) -> None:
-    @_settings
+    @_settings(VALID)
     @given(valid_conversations(fmt))
     def check(messages: list[Any]) -> None:
         assert pairing_violations(messages) == [], pairing_violations(messages)
@@ -306,7 +329,7 @@ def test_valid_conversations_are_left_exactly_as_they_are(fmt: str) -> None:
 def test_deleting_any_single_result_is_detected(fmt: str) -> None:
     """pairing_violations is not vacuous: losing one answer is always reported."""
 
-    @settings(max_examples=max(EXAMPLES // 4, 50), deadline=None)
+    @_settings(DELETED)
     @given(valid_conversations(fmt), st.data())
     def check(messages: list[Any], data: st.DataObject) -> None:
         holders = [i for i, m in enumerate(messages) if inspect_message(m).tool_result_ids]
@@ -320,7 +343,7 @@ def test_deleting_any_single_result_is_detected(fmt: str) -> None:
     check()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_settings(MALFORMED)
 @given(fuzzed_conversations(hostile=True))
 def test_malformed_entries_never_crash_and_pass_through(messages: list[Any]) -> None:
     snapshot = copy.deepcopy(messages)
@@ -344,12 +367,13 @@ def test_a_fixed_sample_of_damaged_conversations_all_repair_to_accepted_ones(fmt
     """3,000 damaged conversations per format from one seed: counted, not searched.
 
     Counted: conversations a provider refuses that memctx calls valid (``blind``), that
-    repair leaves refused (``still_broken``), and whose repair lost a result that answered
-    its call (``lost``). Before the results-first rule and the renaming of reused ids these
-    were far from 0 (the issue's attack: 175 of 3,000 Anthropic ones left invalid).
+    repair leaves refused (``still_broken``), whose repair lost a result that answered its
+    call (``lost``), and where repair left an edited message with nothing to send
+    (``emptied``). Before the results-first rule and the renaming of reused ids the first
+    three were far from 0 (the issue's attack: 175 of 3,000 Anthropic ones left invalid).
     """
     rng = random.Random(f"pairing-{fmt}")
-    blind = still_broken = lost = damaged = 0
+    blind = still_broken = lost = emptied = damaged = 0
     for _ in range(SAMPLE):
         messages = random_damaged_conversation(fmt, rng)
         accepted = provider_accepts(fmt, messages)
@@ -358,5 +382,6 @@ def test_a_fixed_sample_of_damaged_conversations_all_repair_to_accepted_ones(fmt
         repaired = repair_tool_pairing(messages)
         still_broken += not provider_accepts(fmt, repaired)
         lost += bool(answerable_results(fmt, messages) - _results(fmt, repaired))
+        emptied += bool(_emptied(messages, repaired))
     assert damaged > SAMPLE // 2, "the sample is not damaged enough to mean anything"
-    assert (blind, still_broken, lost) == (0, 0, 0)
+    assert (blind, still_broken, lost, emptied) == (0, 0, 0, 0)

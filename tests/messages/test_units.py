@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from memctx.messages.anatomy import inspect_message
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.units import ToolUnits, tool_spans, tool_units
-from tests.strategies import FORMATS, damaged_conversations, valid_conversations
+from tests.strategies import FORMATS, damaged_conversations, examples, valid_conversations
 
 _settings = settings(
-    max_examples=100,
+    max_examples=examples(50),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

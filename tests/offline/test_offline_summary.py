@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from memctx.messages.tokens import estimate_tokens
 from memctx.offline.summary import SECTION_TITLES, summarize_text
+from tests.strategies import examples
 
 SESSION = """\
 user: The nightly export job crashes on large accounts.
@@ -172,7 +173,7 @@ def test_large_inputs_stay_within_budget() -> None:
     assert re.search(r"^Files:$", summary, re.M)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(max_size=2000), budget=st.integers(min_value=-5, max_value=400))
 def test_never_exceeds_the_budget(text: str, budget: int) -> None:
     summary = summarize_text(text, budget)

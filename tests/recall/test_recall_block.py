@@ -15,6 +15,7 @@ from memctx.recall.block import (
     compact_text,
     recall_message,
 )
+from tests.strategies import examples
 
 T0 = 1_770_724_260.0  # 2026-02-10 11:51 UTC
 DAY = 86_400.0
@@ -193,7 +194,7 @@ _texts = st.text(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     facts=st.lists(st.tuples(_texts, st.floats(0, 1)), max_size=12),
     details=st.lists(st.tuples(_texts, st.floats(0, 1)), max_size=25),

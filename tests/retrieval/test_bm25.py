@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import random
 
 import numpy as np
@@ -17,9 +16,9 @@ from memctx.retrieval.bm25 import BM25Index, lucene_idf, term_score
 from memctx.retrieval.bm25_parts import Vocabulary, stable_order
 from memctx.retrieval.keys import DenseKeys, in_sorted, union_keys, unique_keys
 from memctx.text.keywords import tokenize
+from tests.strategies import examples
 
 K1, B = 1.2, 0.75
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
 
 _BASE_TEXT = """
     cache config token budget error retry timeout session memory store index query vector
@@ -298,7 +297,7 @@ def _assert_same_as_fresh(index: BM25Index, final: dict[int, list[str]]) -> None
 
 
 @settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -454,7 +453,7 @@ def _assert_same_index(a: BM25Index, b: BM25Index) -> None:
         assert a.top_k(query, 5) == b.top_k(query, 5)
 
 
-@settings(max_examples=EXAMPLES // 2, deadline=None)
+@settings(max_examples=examples(150))
 @given(_batch, _batch)
 def test_add_many_equals_repeated_add(
     first: list[tuple[int, list[str]]], second: list[tuple[int, list[str]]]
@@ -536,7 +535,7 @@ def test_query_scores_match_normalized_scores() -> None:
 # -- performance building blocks: vectorised key look-ups, the radix sort -----------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from(["set", "unset"]), st.integers(-3, 5000), st.integers(0, 99)),

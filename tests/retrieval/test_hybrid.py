@@ -27,6 +27,7 @@ from memctx.retrieval.vector_index import VectorIndex
 from memctx.store.memory_search import MAX_LIMIT, memory_search, search_store
 from memctx.store.raw.store import RawStore
 from memctx.text.keywords import tokenize
+from tests.strategies import examples
 
 EMB = HashEmbedder()
 
@@ -199,7 +200,9 @@ def test_cross_session_is_off_by_default(store: RawStore) -> None:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.lists(
@@ -335,7 +338,7 @@ def _reference_hybrid_search(
 _WORDS = "cache token deploy redis queue webhook port error retry schema login docker".split()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.integers(0, 2**32 - 1),
     st.integers(1, 120),
@@ -449,7 +452,7 @@ def test_episode_bulk_accessors_match_the_single_ones() -> None:
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(st.booleans(), st.integers(0, 40), st.sampled_from("ab"), st.integers(0, 9)),

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctx.retrieval.vector_index import VectorIndex
+from tests.strategies import examples
 
 DIM = 16
 
@@ -45,7 +46,7 @@ def _assert_same_top_k(
             assert abs(ref[key] - ref[ref_key]) < 1e-6, (got, top)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 300),
@@ -166,7 +167,7 @@ def test_large_index_memory_and_query_dtype() -> None:
     assert len(top) == 10 and all(k % 3 == 0 for k, _ in top)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.sampled_from([None, 0.05, 0.5, 1.0]))
 def test_query_reads_top_k_and_any_keys_from_one_product(
     seed: int, n: int, share: float | None

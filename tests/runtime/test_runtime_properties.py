@@ -11,7 +11,6 @@ back unchanged.
 from __future__ import annotations
 
 import copy
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,13 @@ from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
 from memctx.runtime.engine import MemoryContext
 from memctx.trim.smart import protected_mask
-from tests.strategies import FORMATS, TrimCase, fuzzed_conversations, trim_cases
+from tests.strategies import FORMATS, TrimCase, examples, fuzzed_conversations, trim_cases
 
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "150")) // 2 or 1
+# Each example runs the hooks over a store on disk: 40 per format everyday (seeded), at most
+# 300 in the thorough pass.
+EXAMPLES = examples(40, thorough_at_most=300)
 _settings = settings(
     max_examples=EXAMPLES,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -103,7 +103,7 @@ def test_property_context_hook_invariants(fmt: str) -> None:
     run()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES)
 @given(messages=fuzzed_conversations(), window=st.integers(1, 5000))
 def test_property_hooks_never_raise_on_malformed_input(messages: list[Any], window: int) -> None:
     with (

@@ -34,14 +34,15 @@ from memctx.store.raw.term_counter import TermCounter
 from memctx.store.vmem import read_vmem, write_vmem
 from memctx.text.keywords import tokenize
 from memctx.text.tagging import MAX_ENTITIES, entities, topics
+from tests.strategies import examples
 
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
-# Each example builds a store on disk: a quarter of the default count keeps this under ~10 s.
-_store_settings = settings(
-    max_examples=max(EXAMPLES // 4, 50),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+
+def _store_settings(everyday: int) -> settings:
+    """Each example builds a store on disk: at most 250 examples in the thorough pass."""
+    return settings(
+        max_examples=examples(everyday, thorough_at_most=250),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 class CountingEmbedder:
@@ -514,7 +515,7 @@ def test_cross_session_filter(tmp_path: Path) -> None:
     assert store.keys_for_session("s2") == sorted(store.visible_keys("s2") or ())
 
 
-@_store_settings
+@_store_settings(60)
 @given(
     st.lists(
         st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(TEXTS), st.integers(0, 5)),
@@ -554,7 +555,7 @@ def _secret() -> str:
     return "sk-" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(40))
 
 
-@_store_settings
+@_store_settings(100)
 @given(
     st.text(max_size=200),
     st.text(max_size=200),

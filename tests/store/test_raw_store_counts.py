@@ -14,6 +14,7 @@ from memctx.retrieval.bm25 import BM25Index, TermCounts
 from memctx.store.raw import term_counter as counts_module
 from memctx.store.raw.term_counter import SEPARATORS, TermCounter
 from memctx.text.keywords import tokenize
+from tests.strategies import examples
 
 
 def _per_text(counts: TermCounts) -> list[tuple[int, dict[str, int]]]:
@@ -92,7 +93,7 @@ def test_sub_batches_within_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
 _ALPHABET = "aZ09_./-:#@ `'\"()[]{},;!?\n\t\u00a0\u3000数据库é😀ＡΩ\\"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.text(alphabet=_ALPHABET, max_size=60), max_size=12), st.integers(1, 5))
 def test_equals_counting_tokenize(texts: list[str], split: int) -> None:
     counter = TermCounter()

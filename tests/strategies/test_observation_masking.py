@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import FORMATS, Call, Turn, abstract_conversations, render
+from strategies import FORMATS, Call, Turn, abstract_conversations, examples, render
 
 from memctx.config import MemoryContextConfig
 from memctx.messages import (
@@ -250,7 +250,7 @@ def _long_output_conversations(draw: st.DrawFn, fmt: str) -> list[dict[str, Any]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60))
 @given(data=st.data(), keep=st.integers(0, 4))
 def test_masking_never_changes_pairing_nor_the_input(
     fmt: str, data: st.DataObject, keep: int

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from memctx.messages.tokens import estimate_tokens
 from memctx.text.chunking import chunk_lines, chunk_text, split_lines, split_text
-from tests.strategies import multiline_texts
+from tests.strategies import examples, multiline_texts
 
 
 def test_short_text_and_zero_budget_stay_whole() -> None:
@@ -35,7 +35,7 @@ def test_one_oversized_line_is_cut_into_pieces() -> None:
     assert "".join(chunks) == "z" * 5000 and all(len(c) <= 1200 for c in chunks)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.text(alphabet="abc xyz0123\t", max_size=300), min_size=1, max_size=60),
     st.integers(min_value=20, max_value=500),
@@ -94,7 +94,7 @@ def test_split_text_cuts_inside_a_line_only_when_it_alone_is_over_the_budget() -
     assert split_text("abcdefg\nh\ni", 2) == ["abcdef", "g\nh\ni"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(multiline_texts, st.integers(min_value=1, max_value=12))
 def test_split_text_loses_nothing_fits_and_takes_as_many_lines_as_fit(
     text: str, budget: int
@@ -122,7 +122,7 @@ def test_split_text_loses_nothing_fits_and_takes_as_many_lines_as_fit(
             pos += 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.text(alphabet="ab \t", max_size=40), min_size=1, max_size=40), st.integers(1, 30)
 )

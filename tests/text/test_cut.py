@@ -7,13 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctx.text.cut import OMISSION_NOTE_RE, cut_middle, is_cut_middle, omission_note
+from tests.strategies import examples
 
 _texts = st.text(st.characters(codec="utf-8"), max_size=400) | st.text("ab\n", max_size=3000)
 _sizes = st.integers(0, 500)
 _places = st.none() | st.from_regex(r"tool-output/[0-9a-f]{1,32}\.json", fullmatch=True)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_texts, _sizes, _sizes, _places)
 def test_a_cut_is_head_note_tail_of_the_original(
     text: str, head: int, tail: int, kept_in: str | None
@@ -37,7 +38,7 @@ def test_a_cut_is_head_note_tail_of_the_original(
     assert is_cut_middle(cut, head, tail)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_texts, _sizes, _sizes)
 def test_text_shorter_than_head_and_tail_is_never_touched(text: str, head: int, tail: int) -> None:
     if len(text) <= head + tail:

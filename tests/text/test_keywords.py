@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections.abc import Callable
@@ -32,8 +31,7 @@ from memctx.text.keywords import (
     tokenize_unique,
     word_runs,
 )
-
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "1000"))
+from tests.strategies import examples
 
 
 def test_identifiers_yield_their_parts() -> None:
@@ -210,7 +208,7 @@ _MIXED_TEXT = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(300))
 @given(_MIXED_TEXT)
 def test_fast_path_equals_the_general_path(text: str) -> None:
     assert tokenize(text) == tokenize_general(text, cached_word_tokens)
@@ -223,7 +221,7 @@ def test_fast_path_equals_the_general_path(text: str) -> None:
     assert tokenize(text, stem=False) == tokenize_general(text, run_tokens)
 
 
-@settings(max_examples=EXAMPLES // 4, deadline=None)
+@settings(max_examples=examples(100))
 @given(_MIXED_TEXT)
 def test_tokens_are_the_tokens_of_the_word_runs_in_turn(text: str) -> None:
     runs = word_runs(text)

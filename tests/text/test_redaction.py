@@ -35,6 +35,7 @@ from memctx.text.redaction_entropy import looks_random
 from tests.strategies import (
     SECRET_CLASSES,
     SecretCase,
+    examples,
     secret_example,
     secret_fragments,
     secrets_by_class,
@@ -757,7 +758,7 @@ def test_high_entropy_rule_can_be_turned_off() -> None:
 # --- properties -------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     prefix=st.text(max_size=80),
     suffix=st.text(max_size=80),
@@ -772,7 +773,7 @@ def test_an_inserted_secret_never_survives(prefix: str, suffix: str, case: Case,
     assert redact(out) == out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_redacting_any_text_twice_changes_nothing(text: str) -> None:
     once = redact(text)
@@ -870,7 +871,7 @@ def test_each_secret_class_is_masked(kind: str) -> None:
         assert not [f for f in secret_fragments(case.secret) if f in out], (case.text, out)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=secrets_by_class())
 def test_no_secret_of_any_class_survives(case: SecretCase) -> None:
     out = redact(case.text)
@@ -878,7 +879,7 @@ def test_no_secret_of_any_class_survives(case: SecretCase) -> None:
     assert redact(out) == out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=secrets_by_class())
 def test_no_secret_survives_in_json_encoded_text(case: SecretCase) -> None:
     # A tool call's arguments reach the archive as JSON: quotes and newlines are escaped.

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from memctx.text import keywords
 from memctx.text.tagging import MAX_ENTITIES, entities, topics
+from tests.strategies import examples
 
 CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (
@@ -346,14 +347,14 @@ _PIECES = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=40))
 def test_entities_equal_the_original_implementation(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert entities(text) == _reference_entities(text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet="ab`:/.#_- \n()[]Ep0123456789htps", max_size=120))
 def test_entities_equal_the_original_on_noise(text: str) -> None:
     assert entities(text) == _reference_entities(text)

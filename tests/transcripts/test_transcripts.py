@@ -21,6 +21,7 @@ from memctx.transcripts.load import (
     load_transcript,
     load_transcripts,
 )
+from tests.strategies import examples
 
 # Every transcript file in ../shared/datasets with what it must load as:
 # (format, transcripts, messages, tool calls, tool results), summed over the file's transcripts.
@@ -586,7 +587,7 @@ _cc_record = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     doc=_json
     | st.lists(st.fixed_dictionaries({"role": _roles, "content": _json}), max_size=4)

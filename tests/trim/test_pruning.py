@@ -12,7 +12,7 @@ from memctx.config import ContextPruningConfig
 from memctx.messages import InfoCache, RoleKind, pairing_violations
 from memctx.text.cut import cut_middle
 from memctx.trim import PruningSession, prune_tool_results, pruning_due
-from tests.strategies import FORMATS, PruningCase, pruning_cases
+from tests.strategies import FORMATS, PruningCase, examples, pruning_cases
 
 WINDOW = 10_000  # soft-trim from 3,000 estimated tokens, hard-clear from 5,000
 
@@ -150,7 +150,9 @@ def test_cache_ttl_prunes_only_once_the_cache_is_cold() -> None:
     assert pruning_due(on, 1_000.0 + 300, 1_000.0)
 
 
-_settings = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from typing import Any
 
 import pytest
@@ -16,14 +15,19 @@ from memctx.messages.markers import is_compaction_summary, is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
 from memctx.trim.smart import MIN_QUERY_CHARS, TrimCache, TrimResult, protected_mask, smart_trim
-from tests.strategies import FORMATS, TrimCase, fuzzed_conversations, trim_cases, trim_queries
+from tests.strategies import (
+    FORMATS,
+    TrimCase,
+    examples,
+    fuzzed_conversations,
+    trim_cases,
+    trim_queries,
+)
 
-# Generating conversations dominates the run time: 150 per format keeps the file well under
-# a minute. MEMCTX_PROPERTY_EXAMPLES raises it (CI, nightly).
-EXAMPLES = int(os.environ.get("MEMCTX_PROPERTY_EXAMPLES", "150"))
+# Generating conversations dominates the run time: 80 per format everyday (seeded); the
+# thorough profile runs its own count (docs/testing.md).
 _settings = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
+    max_examples=examples(80),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -138,7 +142,7 @@ def _assert_same_result(messages: list[Any], one: TrimResult, other: TrimResult)
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_warm_cache_over_a_growing_history_answers_like_a_cold_one(fmt: str) -> None:
-    @settings(max_examples=max(EXAMPLES // 4, 20), deadline=None)
+    @settings(max_examples=examples(40, thorough_at_most=250))
     @given(trim_cases(fmt), st.data())
     def check(case: TrimCase, data: st.DataObject) -> None:
         cache = TrimCache()
@@ -161,7 +165,7 @@ def test_a_warm_cache_over_a_growing_history_answers_like_a_cold_one(fmt: str) -
     check()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80))
 @given(fuzzed_conversations(), trim_queries, st.floats(0, 1.2))
 def test_damaged_and_malformed_input_never_crashes_and_comes_out_valid(
     messages: list[Any], query: str, share: float
