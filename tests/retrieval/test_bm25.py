@@ -563,7 +563,7 @@ def test_dense_keys_answer_like_a_dict(ops: list[tuple[str, int, int]], probe: l
 _KEY_LISTS = st.lists(st.integers(-(2**62), 2**62) | st.integers(-5, 40), max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100))
 @given(_KEY_LISTS, _KEY_LISTS)
 def test_key_set_operations_equal_numpy_set_operations(a: list[int], b: list[int]) -> None:
     # The sorting versions stand in for np.unique / np.union1d / np.isin in the searches:

@@ -28,6 +28,7 @@ from memctx.retrieval.embeddings import (
     make_embedder,
 )
 from memctx.text import tokenize
+from tests.strategies import examples
 
 TEXTS = [
     "configure the database connection",
@@ -130,8 +131,14 @@ def _reference_hash_vector(text: str, dim: int) -> np.ndarray:
     return (vec / norm if norm > 0 else vec).astype(np.float32)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(max_size=300) | st.sampled_from(TEXTS), st.sampled_from([384, 8, 100]))
+_WORDY = st.lists(st.sampled_from([*" ".join(TEXTS).split(), "数据库", "run_tests"]), max_size=80)
+
+
+@settings(max_examples=examples(100))
+@given(
+    st.text(max_size=300) | st.sampled_from(TEXTS) | _WORDY.map(" ".join),  # words repeat
+    st.sampled_from([384, 8, 100]),
+)
 def test_hash_vectors_are_bit_for_bit_those_of_the_definition(text: str, dim: int) -> None:
     if text.strip():
         got = HashEmbedder(dim).embed_one(text)

@@ -24,6 +24,7 @@ from memctx.runtime import MemoryContext
 from memctx.runtime.call_record import PREVIEW_CHARS, CallNotes, preview
 from memctx.runtime.stats import DistinctKeys, HookTimer
 from memctx.runtime.trimmed import TrimmedMessages, message_id
+from tests.strategies import examples
 
 WINDOW = 20_000  # cap 2,000; safe limit 14,000
 
@@ -128,7 +129,7 @@ def test_a_forced_trim_is_named_forced(tmp_path: Path) -> None:
     assert record.recall == "no_query" and len(out) == len(msgs) - len(record.trimmed)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.text(st.sampled_from("ab \n\t\u2003é…"), max_size=600), st.integers(0, 300))
 @example("x" + " " * 149 + "y" * 200, 250)  # the head flattens short, the rest does not
 def test_a_preview_is_the_flattened_text_cut_to_its_length(text: str, pad: int) -> None:

@@ -21,6 +21,7 @@ from memctx.messages.tokens import estimate_messages_tokens
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.runtime.engine import MemoryContext
 from memctx.store import RawStore
+from tests.strategies import examples
 
 DAY = 86_400.0
 WINDOW = 20_000  # cap = min(4000, 2000) = 2000; safe limit = 20000 - 4000 - 2000 = 14000
@@ -429,7 +430,7 @@ def test_key_set_answers_for_arrays_of_keys() -> None:
     assert found.tolist() == [True, False, True, False, False]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100))
 @given(
     st.lists(st.tuples(st.integers(0, 3000), st.lists(st.integers(0, 10**6), max_size=4))),
     st.lists(st.integers(0, 5000), max_size=40),
