@@ -73,6 +73,7 @@ REMOVABLE_RESULT_KINDS = frozenset(
 
 # The role kinds of an answer window.
 ANSWER_WINDOW_KINDS = (RoleKind.USER, RoleKind.TOOL)
+_ASSISTANT, _USER, _TOOL = RoleKind.ASSISTANT, RoleKind.USER, RoleKind.TOOL
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,67 +209,97 @@ def find_violations(infos: Sequence[MessageInfo]) -> list[PairingViolation]:
     Returns:
         The violations, grouped by turn; sort by ``message_index`` for message order.
     """
+    # Runs over the whole context after every trim. Most messages hold no tool block (no
+    # call id, no result id: the anatomy lists one per block), and such a message breaks no
+    # rule: outside an answer window it is skipped, inside one it only shows whether the
+    # merged user turn has content yet. Only messages with tool blocks are judged block by
+    # block.
     found: list[PairingViolation] = []
     used_call_ids: set[str] = set()
     n = len(infos)
     i = 0
     while i < n:
-        kind = infos[i].kind
-        if kind is not RoleKind.ASSISTANT:
-            if kind in ANSWER_WINDOW_KINDS:  # a user/tool message that no assistant precedes
-                _judge_unanswerable(i, infos[i], found)
+        info = infos[i]
+        kind = info.kind
+        if kind is not _ASSISTANT:
+            # a user/tool message that no assistant precedes
+            if (kind is _USER or kind is _TOOL) and (info.tool_call_ids or info.tool_result_ids):
+                _judge_unanswerable(i, info, found)
             i += 1
             continue
         turn_end = i
         calls: list[tuple[int, BlockRef]] = []
-        while turn_end < n and infos[turn_end].kind is RoleKind.ASSISTANT:
-            for block in infos[turn_end].blocks:
-                if block.kind is BlockKind.TOOL_CALL:
-                    if block.tool_id is not None and block.tool_id in used_call_ids:
-                        found.append(
-                            _violation(
-                                ViolationKind.DUPLICATE_CALL,
-                                turn_end,
-                                block,
-                                "this call id was already used by an earlier call",
-                            )
-                        )
-                        continue
-                    if block.tool_id is not None:
-                        used_call_ids.add(block.tool_id)
-                    calls.append((turn_end, block))
-                elif block.kind is BlockKind.TOOL_RESULT:
-                    found.append(
-                        _violation(
-                            ViolationKind.MISPLACED_RESULT,
-                            turn_end,
-                            block,
-                            "a tool result inside an assistant message",
-                        )
-                    )
+        while turn_end < n and (info := infos[turn_end]).kind is _ASSISTANT:
+            if info.tool_call_ids or info.tool_result_ids:
+                _collect_calls(turn_end, info, calls, used_call_ids, found)
             turn_end += 1
-        pending = _TurnCalls(calls)
+        pending = _TurnCalls(calls) if calls else None
         last_assistant = turn_end - 1
         j = turn_end
         seen_user = seen_content = False
-        while j < n and infos[j].kind in ANSWER_WINDOW_KINDS:
-            seen_content = _judge_window_message(
-                j, infos[j], pending, last_assistant, seen_user, seen_content, found
-            )
-            seen_user = seen_user or infos[j].kind is RoleKind.USER
-            j += 1
-        for (msg, call), done in zip(pending.calls, pending.answered, strict=True):
-            if not done:
-                found.append(
-                    _violation(
-                        ViolationKind.MISSING_RESULT,
-                        msg,
-                        call,
-                        "no result for this call in the messages that follow its turn",
-                    )
+        while j < n:
+            info = infos[j]
+            kind = info.kind
+            if kind is not _USER and kind is not _TOOL:
+                break
+            if info.tool_call_ids or info.tool_result_ids:
+                if pending is None:
+                    pending = _TurnCalls(calls)
+                seen_content = _judge_window_message(
+                    j, info, pending, last_assistant, seen_user, seen_content, found
                 )
+            elif kind is _USER and info.blocks:
+                seen_content = True  # text, an image or an unknown block: content
+            seen_user = seen_user or kind is _USER
+            j += 1
+        if pending is not None:
+            for (msg, call), done in zip(pending.calls, pending.answered, strict=True):
+                if not done:
+                    found.append(
+                        _violation(
+                            ViolationKind.MISSING_RESULT,
+                            msg,
+                            call,
+                            "no result for this call in the messages that follow its turn",
+                        )
+                    )
         i = j
     return found
+
+
+def _collect_calls(
+    index: int,
+    info: MessageInfo,
+    calls: list[tuple[int, BlockRef]],
+    used_call_ids: set[str],
+    found: list[PairingViolation],
+) -> None:
+    """Add the calls of one assistant message to its turn's ``calls``; report a call id
+    used before and a result inside the assistant message."""
+    for block in info.blocks:
+        if block.kind is BlockKind.TOOL_CALL:
+            if block.tool_id is not None and block.tool_id in used_call_ids:
+                found.append(
+                    _violation(
+                        ViolationKind.DUPLICATE_CALL,
+                        index,
+                        block,
+                        "this call id was already used by an earlier call",
+                    )
+                )
+                continue
+            if block.tool_id is not None:
+                used_call_ids.add(block.tool_id)
+            calls.append((index, block))
+        elif block.kind is BlockKind.TOOL_RESULT:
+            found.append(
+                _violation(
+                    ViolationKind.MISPLACED_RESULT,
+                    index,
+                    block,
+                    "a tool result inside an assistant message",
+                )
+            )
 
 
 def _judge_window_message(

@@ -73,7 +73,8 @@ GAP_MARKER = "…"
 _CUT_MARK = " …[cut]"
 _MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
 _FILL_PASSES = 6  # renders of the block to spend what the cost bounds left free
-_TRAILING_WS = re.compile(r"[ \t\r\f\v]+$", re.MULTILINE)
+_TRAILING_WS_CHARS = " \t\r\f\v"
+_TRAILING_WS = re.compile(f"[{_TRAILING_WS_CHARS}]+$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{2,}")
 
 
@@ -146,7 +147,15 @@ def compact_text(text: str) -> str:
     """Drop whitespace that carries no meaning: trailing spaces, blank lines, both ends."""
     if "\n" not in text and "\r" not in text:
         return text.strip()  # one line, the usual case: no regex needed
-    return _BLANK_LINES.sub("\n", _TRAILING_WS.sub("", text.replace("\r\n", "\n"))).strip()
+    text = text.replace("\r\n", "\n")
+    # Each regex pass only when it can match: a line ends with a space, a tab, ... (before a
+    # line break or at the very end), a line is blank. A recalled tool output of thousands of
+    # characters usually has neither, and the passes were most of the block's rendering.
+    if text[-1] in _TRAILING_WS_CHARS or any(c + "\n" in text for c in _TRAILING_WS_CHARS):
+        text = _TRAILING_WS.sub("", text)
+    if "\n\n" in text:
+        text = _BLANK_LINES.sub("\n", text)
+    return text.strip()
 
 
 def message_source(session_id: str, timestamp: float, turn: int | None, role: str) -> str:

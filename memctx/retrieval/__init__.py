@@ -30,7 +30,7 @@ from .hybrid import (
     SearchParams,
     hybrid_search,
 )
-from .keys import DenseKeys, key_array
+from .keys import DenseKeys, in_sorted, key_array, union_keys, unique_keys
 from .vector_index import VectorIndex, VectorScores
 
 __all__ = [

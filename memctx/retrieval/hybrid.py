@@ -55,7 +55,7 @@ from memctx.text import tokenize
 
 from .bm25 import BM25Index
 from .embeddings import Embedder, embed_query
-from .keys import BoolArray, DenseKeys, IntArray, key_array
+from .keys import BoolArray, DenseKeys, IntArray, in_sorted, key_array, union_keys, unique_keys
 from .vector_index import VectorIndex
 
 __all__ = [
@@ -259,15 +259,15 @@ def hybrid_search(
     # changes no result: every score is computed per key, and the final order is by
     # (score, key).
     cand = similarity.top_keys(pool)
-    cand = np.union1d(cand, text.top_keys(pool, allowed)) if text is not None else np.unique(cand)
+    cand = union_keys(cand, text.top_keys(pool, allowed)) if text is not None else unique_keys(cand)
     smoothing = episodes is not None and bool(params.neighbour_weight or params.episode_weight)
     # Keys to score: the candidates first (position i = cand[i]), then the neighbours that
     # are not candidates themselves (smoothing needs their base scores).
     extra = cand[:0]
     if smoothing and episodes is not None:
         before, has_before, after, has_after = episodes.neighbour_keys(cand)
-        near = np.union1d(before[has_before], after[has_after])
-        extra = np.setdiff1d(near, cand, assume_unique=True)
+        near = union_keys(before[has_before], after[has_after])
+        extra = near[~in_sorted(near, cand)]
         if allowed is not None and len(extra):
             listed = extra.tolist()
             extra = extra[np.fromiter(map(allowed.__contains__, listed), np.bool_, len(listed))]
@@ -292,7 +292,7 @@ def hybrid_search(
         scores = scores * np.array(factors)
     shown = (scores >= params.min_score) & ~np.isnan(scores)
     if len(exclude):
-        shown &= ~np.isin(cand, key_array(exclude))
+        shown &= ~in_sorted(cand, np.sort(key_array(exclude)))
     ok = np.flatnonzero(shown)
     order = ok[np.lexsort((cand[ok], -scores[ok]))[:limit]]
     # Python values in bulk (``tolist``): a numpy scalar per field and hit costs more than

@@ -1,8 +1,16 @@
-"""Vectorised key look-up shared by the BM25 index and the vector index.
+"""Vectorised key look-up shared by the BM25 index and the vector index, and set
+operations on int key arrays.
 
 Both indexes name documents by small non-negative int keys (the raw store's segment keys)
 and must turn many keys into row positions at once: :class:`DenseKeys` does it with one
 numpy gather while the keys are dense enough, and says when they are not.
+
+:func:`unique_keys`, :func:`union_keys` and :func:`in_sorted` are ``np.unique``,
+``np.union1d`` and ``np.isin`` for int keys, with the same results, by sorting. numpy 2's
+``np.unique`` without ``return_*`` takes a hash-set path and its ``np.isin`` a stable merge
+sort or a table as wide as the key range: measured on int64 keys, 500-2,000 of them as a
+search or a trim has, 5-14x slower than one sort (or a binary search), e.g. 460 against
+34 microseconds for the union of two 2,150-key arrays.
 """
 
 from __future__ import annotations
@@ -12,7 +20,15 @@ from collections.abc import Collection
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BoolArray", "DenseKeys", "IntArray", "key_array"]
+__all__ = [
+    "BoolArray",
+    "DenseKeys",
+    "IntArray",
+    "in_sorted",
+    "key_array",
+    "union_keys",
+    "unique_keys",
+]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -86,3 +102,30 @@ def key_array(keys: Collection[int] | np.ndarray) -> IntArray:
     if isinstance(keys, np.ndarray):
         return keys.astype(np.int64, copy=False)
     return np.fromiter(keys, dtype=np.int64, count=len(keys))
+
+
+def unique_keys(keys: np.ndarray) -> IntArray:
+    """``np.unique(keys)`` for int keys: each key once, ascending (a new array)."""
+    out: IntArray = np.sort(keys)
+    if len(out) > 1:
+        first = np.empty(len(out), dtype=np.bool_)
+        first[0] = True
+        np.not_equal(out[1:], out[:-1], out=first[1:])
+        out = out[first]
+    return out
+
+
+def union_keys(a: np.ndarray, b: np.ndarray) -> IntArray:
+    """``np.union1d(a, b)`` for int keys: every key of either, once, ascending."""
+    return unique_keys(np.concatenate((a, b)))
+
+
+def in_sorted(keys: np.ndarray, pool: np.ndarray) -> BoolArray:
+    """``np.isin(keys, pool)`` for int keys and an ascending ``pool``: per key, whether
+    ``pool`` holds it (one binary search per key, no sort)."""
+    if not len(pool) or not len(keys):
+        return np.zeros(len(keys), dtype=np.bool_)
+    at = np.searchsorted(pool, keys)
+    np.minimum(at, len(pool) - 1, out=at)
+    found: BoolArray = pool[at] == keys
+    return found

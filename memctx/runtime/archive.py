@@ -32,6 +32,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ from memctx.store import (
 from memctx.text import Redactor, tokenize
 from memctx.trim import IntArray, MessageFacts
 
-from .archive_keys import KeySet, archive_text, message_time
+from .archive_keys import KeySet, SegmentKeys, archive_text, message_time
 from .pieces import message_pieces
 from .worker import BackgroundWorker
 
@@ -114,8 +115,11 @@ class Archive:
         self._raw: RawStore | None = None
         self._knowledge: KnowledgeStore | None = None
         self._mutex = threading.Lock()  # guards the two dicts below against the worker
-        # message key -> its segment ids (one per chunk; empty: nothing stored)
-        self._seg_of: dict[Hashable, tuple[str, ...]] = {}
+        # message key -> the raw store's keys of its segments (one per chunk; empty: nothing
+        # stored). Keys, not segment ids: a search leaves out the segments in the context by
+        # key, and a store keeps a segment id's key for its whole life (RawStore.key_for).
+        self._seg_of: dict[Hashable, tuple[int, ...]] = {}
+        self._seg_keys = SegmentKeys()  # the same for trim-cache keys, as arrays
         self._pending: dict[Hashable, list[dict[str, Any]]] = {}  # message key -> not yet stored
         self._queued: Counter[Hashable] = Counter()  # message key -> batches queued, unsearched
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
@@ -202,22 +206,24 @@ class Archive:
         facts = known.get(id(message))
         return facts.key if facts is not None else ("h", self.message_key(message))
 
-    def segments_in(self, keys: IntArray, unread: Sequence[dict[str, Any]] = ()) -> set[str]:
-        """Ids of archived segments whose message is being sent.
+    def segments_in(self, keys: IntArray, unread: Sequence[dict[str, Any]] = ()) -> IntArray:
+        """Raw-store keys of the archived segments whose message is being sent (a segment
+        may appear twice).
 
         Args:
             keys: Trim-cache keys (:attr:`MessageFacts.key`) of the messages sent.
             unread: Messages sent that the trim cache has not read (found by role + text).
         """
-        found: set[tuple[str, ...] | None] = set()
         with self._mutex:
             seg_of = self._seg_of
             if not seg_of:
-                return set()
-            # One lookup per message sent: the archive of a long session is the larger side.
-            found.update(map(seg_of.get, keys.tolist()))
-            found.update(seg_of.get(("h", self.message_key(m))) for m in unread)
-        return {segment for ids in found if ids for segment in ids}
+                return np.zeros(0, dtype=np.int64)
+            # Store keys, not segment ids: no string is hashed or looked up again per turn.
+            found = self._seg_keys.of(keys)
+            if unread:
+                more = (seg_of.get(("h", self.message_key(m))) or () for m in unread)
+                found = np.concatenate((found, np.fromiter(chain.from_iterable(more), np.int64)))
+        return found
 
     def trimmed(
         self,
@@ -410,13 +416,21 @@ class Archive:
                 for key in keys:
                     self._pending.pop(key, None)
         ids = []
+        # None: a duplicate the store already holds (add_many), or, never, a segment the
+        # store did not index (key_for): it was indexed just now.
+        raw = self.raw
+        store_keys = [None if s is None else raw.key_for(s.id) for s in segments]
         with self._mutex:
-            for key, segment in zip(keys, segments, strict=True):
+            for key, segment, store_key in zip(keys, segments, store_keys, strict=True):
                 known = self._seg_of.get(key, ())
-                if segment is not None:  # None: a duplicate the store already holds
-                    known = (*known, segment.id)
+                if segment is not None:
+                    if store_key is not None:
+                        known = (*known, store_key)
                     ids.append(segment.id)
                 self._seg_of[key] = known
+            for key in dict.fromkeys(keys):  # the chunks of a message are all in one batch
+                if isinstance(key, int):
+                    self._seg_keys.set(key, self._seg_of[key])
         self.counts["archived"] += len(ids)
         self.counts["archive_duplicates"] += len(items) - len(ids)
         self._compact_later()

@@ -1,11 +1,12 @@
 """How the archive sees a message: the text it stores, its time, and whether it is done.
 
 :func:`archive_text` and :func:`message_time` make a segment of a message. :class:`KeySet`
-remembers which messages are archived already. Trim-cache keys
-(:attr:`memctx.trim.cache.MessageFacts.key`) are small non-negative ints handed out by a
-counter, one per message read, so a boolean array indexed by key is the set: a membership
-test for the ~2,000 messages a long session trims every turn is one numpy gather instead of
-2,000 dict lookups. It costs one byte per message the session ever read.
+remembers which messages are archived already, :class:`SegmentKeys` the raw store's keys of
+their segments. Trim-cache keys (:attr:`memctx.trim.cache.MessageFacts.key`) are small
+non-negative ints handed out by a counter, one per message read, so a boolean array indexed
+by key is the set: a membership test for the ~2,000 messages a long session trims every turn
+is one numpy gather instead of 2,000 dict lookups. It costs one byte per message the session
+ever read (:class:`SegmentKeys`: 16 bytes, and 8 per segment).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memctx.messages import BlockKind, MessageInfo
+from memctx.retrieval import ranges
 
-__all__ = ["KeySet", "archive_text", "message_time"]
+__all__ = ["KeySet", "SegmentKeys", "archive_text", "message_time"]
 
 
 class KeySet:
@@ -45,6 +47,48 @@ class KeySet:
         out = np.zeros(len(keys), dtype=np.bool_)
         inside = keys < len(self._flags)
         out[inside] = self._flags[keys[inside]]
+        return out
+
+
+class SegmentKeys:
+    """Trim-cache key -> the raw store's keys of the message's segments, read many at once.
+
+    The context hook asks every turn for the segments of the ~500 archived messages it
+    sends (to leave them out of the search): two array gathers, where a dict of tuples cost
+    a cache miss per message, tuple and key.
+    """
+
+    def __init__(self) -> None:
+        self._start: npt.NDArray[np.int64] = np.full(1024, -1, dtype=np.int64)  # -1: none
+        self._count: npt.NDArray[np.int64] = np.zeros(1024, dtype=np.int64)
+        self._flat: npt.NDArray[np.int64] = np.zeros(1024, dtype=np.int64)
+        self._size = 0
+
+    def set(self, key: int, store_keys: Sequence[int]) -> None:
+        """Record ``store_keys`` as the segments of trim-cache key ``key`` (non-negative);
+        a key set again is answered with its latest segments."""
+        if key >= len(self._start):
+            size = max(key + 1, 2 * len(self._start))
+            start = np.full(size, -1, dtype=np.int64)
+            start[: len(self._start)] = self._start
+            count = np.zeros(size, dtype=np.int64)
+            count[: len(self._count)] = self._count
+            self._start, self._count = start, count
+        stop = self._size + len(store_keys)
+        if stop > len(self._flat):
+            flat = np.zeros(max(stop, 2 * len(self._flat)), dtype=np.int64)
+            flat[: self._size] = self._flat[: self._size]
+            self._flat = flat
+        self._flat[self._size : stop] = store_keys
+        self._start[key], self._count[key] = self._size, len(store_keys)
+        self._size = stop
+
+    def of(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The store keys of the segments of every one of ``keys`` (non-negative), in order."""
+        known = keys[keys < len(self._start)]
+        starts = self._start[known]
+        has = starts >= 0
+        out: npt.NDArray[np.int64] = self._flat[ranges(starts[has], self._count[known][has])]
         return out
 
 

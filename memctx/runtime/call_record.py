@@ -42,6 +42,7 @@ __all__ = [
     "RecalledItem",
     "fallback_record",
     "freeze_safely",
+    "preview",
 ]
 
 PREVIEW_CHARS = 120  # of a recalled item's text, and of the query, in the record
@@ -166,7 +167,15 @@ def _plain(item: TrimmedMessage | RecalledItem) -> dict[str, Any]:
     return {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
 
 
-def _preview(text: str) -> str:
+def preview(text: str) -> str:
+    """The start of ``text`` with every run of whitespace one space, at most
+    :data:`PREVIEW_CHARS` characters (``…`` ends a cut one)."""
+    # Flattening a prefix of the text gives a prefix of the flattened text (only its last
+    # word may be cut short), so a long text, a recalled tool output of thousands of
+    # characters, is flattened no further than the preview needs.
+    head = " ".join(text[: 2 * PREVIEW_CHARS].split())
+    if len(head) > PREVIEW_CHARS:
+        return head[: PREVIEW_CHARS - 1] + "…"
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
@@ -367,5 +376,5 @@ def _recalled(item: RecallItem, count_text: Callable[[str], int]) -> RecalledIte
         int(count_text(item.line)),
         # The preview flattens every run of whitespace, so compacting first (two regex
         # passes over the whole text, once per recalled item and turn) would change nothing.
-        _preview(item.text),
+        preview(item.text),
     )

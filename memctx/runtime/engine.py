@@ -53,7 +53,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -480,11 +480,12 @@ class MemoryContext:
             self._last_call, self._notes = record, None
 
     def _recall(
-        self, query: str, kept: Sequence[dict[str, Any]], in_context: set[str]
+        self, query: str, kept: Sequence[dict[str, Any]], in_context: Collection[int]
     ) -> dict[str, Any] | None:
         """The recall message for this turn, or ``None`` when nothing relevant fits
-        (:func:`memctx.runtime.recall_step.recall_turn`). ``in_context`` names the archived
-        segments whose message is being sent: the model sees them already."""
+        (:func:`memctx.runtime.recall_step.recall_turn`). ``in_context`` holds the raw-store
+        keys of the archived segments whose message is being sent: the model sees them
+        already."""
         block, found = recall_turn(
             self._archive, self._recall_setup, query, kept, in_context, self._tokens
         )

@@ -13,7 +13,7 @@ is on the best candidate and what it is set to: the field docs of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,7 @@ def recall_turn(
     setup: RecallSetup,
     query: str,
     kept: Sequence[dict[str, Any]],
-    in_context: set[str],
+    in_context: Collection[int],
     counter: TokenCounter,
 ) -> tuple[dict[str, Any] | None, RecallSearch]:
     """The recall message to insert among ``kept`` (``None``: nothing relevant fits) and
@@ -99,7 +99,7 @@ def recall_turn(
 def search_recall(
     archive: Archive,
     query: str,
-    in_context: set[str],
+    in_context: Collection[int],
     *,
     config: MemoryContextConfig,
     params: SearchParams,
@@ -109,8 +109,8 @@ def search_recall(
 ) -> RecallSearch:
     """The recall block for ``query`` under ``cap`` tokens of text.
 
-    ``in_context`` names the archived segments whose message is being sent: recalling them
-    would spend the cap on text the model already sees.
+    ``in_context`` holds the raw-store keys of the archived segments whose message is being
+    sent: recalling them would spend the cap on text the model already sees.
     """
     knowledge = (
         knowledge_items(archive.knowledge, query, config.knowledge_search_limit)
@@ -130,7 +130,7 @@ def search_recall(
                 cross_session=config.cross_session,
                 params=params,
                 limit=limit,
-                exclude_ids=in_context,
+                exclude_keys=in_context,
             )
         best = max((item.score for item in (*found, *pending)), default=0.0)
         if not knowledge and best < config.auto_recall_min_best_score:

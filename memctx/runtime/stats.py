@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from memctx.retrieval import unique_keys
+
 from .archive_keys import KeySet
 
 __all__ = ["DistinctKeys", "HookTimer"]
@@ -70,6 +72,6 @@ class DistinctKeys:
         fresh = keys[~self._seen.has(keys)]
         if not len(fresh):
             return 0
-        unique: list[int] = np.unique(fresh).tolist()
+        unique: list[int] = unique_keys(fresh).tolist()
         self._seen.add(unique)
         return len(unique)

@@ -30,11 +30,13 @@ def search_store(
     params: SearchParams = DEFAULT_PARAMS,
     now: float | None = None,
     exclude_ids: Collection[str] = (),
+    exclude_keys: Collection[int] = (),
 ) -> list[ScoredKey]:
     """Rank ``store``'s visible segments for ``query`` (see :func:`hybrid_search`).
 
-    ``exclude_ids`` names segments never returned (still scored as the others' neighbours):
-    the best ``limit`` of the rest.
+    ``exclude_ids`` (segment ids) and ``exclude_keys`` (their keys in ``store``,
+    :meth:`RawStore.key_for`) name segments never returned (still scored as the others'
+    neighbours): the best ``limit`` of the rest.
     """
     allowed = store.visible_keys(session_id, cross_session=cross_session)
     if allowed is not None and not allowed:
@@ -42,7 +44,9 @@ def search_store(
     # Decay needs a reference time only when it is switched on.
     when = now if now is not None else (time.time() if params.decay < 1.0 else None)
     with store.lock:
-        exclude = store.keys_of(exclude_ids) if exclude_ids else ()
+        exclude: Collection[int] = exclude_keys
+        if exclude_ids:
+            exclude = [*store.keys_of(exclude_ids), *exclude_keys]
         return hybrid_search(
             query,
             bm25=store.bm25,

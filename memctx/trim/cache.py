@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from memctx.messages import MessageInfo, blocks_token_text, message_fingerprint
-from memctx.retrieval import BM25Index
+from memctx.retrieval import BM25Index, in_sorted, unique_keys
 from memctx.text import tokenize
 
 from .state import BoolArray, FloatArray, IntArray, MessageFacts, SessionState
@@ -193,11 +193,11 @@ class TrimCache:
         # Keys are handed out in reading order, so for a history that only grows they are
         # sorted already and the sort inside ``np.unique`` can be skipped.
         ordered = len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())
-        wanted = keys if ordered else np.unique(keys)
-        stale = np.setdiff1d(self._indexed, wanted, assume_unique=True)
+        wanted = keys if ordered else unique_keys(keys)
+        stale = self._indexed[~in_sorted(self._indexed, wanted)]
         for key in stale.tolist():
             self._index.remove(key)
-        new = np.flatnonzero(~np.isin(keys, self._indexed))
+        new = np.flatnonzero(~in_sorted(keys, self._indexed))
         if len(new):
             added: dict[int, MessageFacts] = {}
             for p in positions[new].tolist():
@@ -208,7 +208,7 @@ class TrimCache:
         terms = tokenize(query)
         if not terms:
             return np.zeros(len(keys), dtype=np.float64)
-        return self._index.query(terms).normalized(keys.tolist())
+        return self._index.query(terms).normalized(keys)
 
 
 def _digest(message: Mapping[str, Any]) -> str:

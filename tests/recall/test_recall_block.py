@@ -147,6 +147,18 @@ def test_compacting_only_drops_whitespace_never_joins_words(text: str) -> None:
     assert compact_text(text).split() == text.split()
 
 
+@settings(max_examples=examples(200))
+@given(
+    st.text(alphabet=st.sampled_from(list("ab \t\r\n\x0b\x0c\x1c\x85\u2028\u3000")), max_size=60)
+)
+def test_compacting_is_its_two_regex_passes(text: str) -> None:
+    # compact_text skips a pass that cannot match; the result is the passes' own.
+    import re
+
+    lines = re.sub(r"[ \t\r\f\v]+$", "", text.replace("\r\n", "\n"), flags=re.MULTILINE)
+    assert compact_text(text) == re.sub(r"\n{2,}", "\n", lines).strip()
+
+
 def test_the_block_fills_its_cap_with_short_details() -> None:
     # Chat-sized details: the fill's per-item upper bound must not leave the cap half empty.
     items = [detail(f"short note number {n} about the deploy", 1.0, seq=n) for n in range(400)]

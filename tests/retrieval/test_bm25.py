@@ -14,7 +14,7 @@ from rank_bm25 import BM25Okapi, BM25Plus
 
 from memctx.retrieval.bm25 import BM25Index, lucene_idf, term_score
 from memctx.retrieval.bm25_parts import Vocabulary, stable_order
-from memctx.retrieval.keys import DenseKeys
+from memctx.retrieval.keys import DenseKeys, in_sorted, union_keys, unique_keys
 from memctx.text.keywords import tokenize
 from tests.strategies import examples
 
@@ -558,6 +558,24 @@ def test_dense_keys_answer_like_a_dict(ops: list[tuple[str, int, int]], probe: l
     else:
         assert found is not None
         assert found.tolist() == [truth.get(k, -1) for k in probe]
+
+
+_KEY_LISTS = st.lists(st.integers(-(2**62), 2**62) | st.integers(-5, 40), max_size=60)
+
+
+@settings(max_examples=examples(100))
+@given(_KEY_LISTS, _KEY_LISTS)
+def test_key_set_operations_equal_numpy_set_operations(a: list[int], b: list[int]) -> None:
+    # The sorting versions stand in for np.unique / np.union1d / np.isin in the searches:
+    # the same arrays (values, order, dtype), so no ranking can move.
+    left, right = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    for got, want in (
+        (unique_keys(left), np.unique(left)),
+        (union_keys(left, right), np.union1d(left, right)),
+        (in_sorted(left, np.unique(right)), np.isin(left, right)),
+        (in_sorted(left[:0], np.unique(right)), np.isin(left[:0], right)),
+    ):
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
 def test_dense_keys_switch_off_for_a_sparse_key_space() -> None:

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.embedders import loaded_transformer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctx.errors import StoreError
 from memctx.retrieval import embeddings as _embeddings
@@ -26,6 +28,7 @@ from memctx.retrieval.embeddings import (
     make_embedder,
 )
 from memctx.text import tokenize
+from tests.strategies import examples
 
 TEXTS = [
     "configure the database connection",
@@ -92,6 +95,54 @@ def test_hash_similar_texts_are_closer_than_unrelated_ones() -> None:
 def test_hash_morphology_identifiers_and_cjk(query: str, near: str, far: str) -> None:
     q, n, f = HashEmbedder().embed([query, near, far])
     assert _cos(q, n) > _cos(q, f) + 0.15
+
+
+def _reference_hash_vector(text: str, dim: int) -> np.ndarray:
+    """HashEmbedder.embed_one written from its definition (the class docs), with numpy's
+    own np.unique and np.linalg.norm: a faster implementation must give the same bits, or
+    vectors stored by an older one would no longer mean the same (the version says so)."""
+    import hashlib
+    import re
+
+    from memctx.text import STOPWORDS
+
+    def hashed(feature: str) -> int:
+        return int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+
+    def signed_tf(hashes: list[int]) -> np.ndarray:
+        if not hashes:
+            return np.zeros(dim)
+        features, counts = np.unique(np.array(hashes, dtype=np.uint64), return_counts=True)
+        signs = np.where(features >> np.uint64(63), -1.0, 1.0)
+        buckets = ((features & np.uint64((1 << 63) - 1)) % np.uint64(dim)).astype(np.intp)
+        vec = np.bincount(buckets, weights=(1.0 + np.log(counts)) * signs, minlength=dim)
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    words = [hashed("w\x00" + t) for t in tokenize(text, stem=False)]
+    grams = []
+    for word in re.findall(r"\w+", text.lower()):
+        if word not in STOPWORDS:
+            marked = f"<{word[:32]}>"
+            grams += [hashed("g\x00" + marked[i : i + 3]) for i in range(len(marked) - 2)]
+    vec = 0.6 * signed_tf(words)
+    vec += 0.4 * signed_tf(grams)
+    norm = float(np.linalg.norm(vec))
+    return (vec / norm if norm > 0 else vec).astype(np.float32)
+
+
+_WORDY = st.lists(st.sampled_from([*" ".join(TEXTS).split(), "数据库", "run_tests"]), max_size=80)
+
+
+@settings(max_examples=examples(100))
+@given(
+    st.text(max_size=300) | st.sampled_from(TEXTS) | _WORDY.map(" ".join),  # words repeat
+    st.sampled_from([384, 8, 100]),
+)
+def test_hash_vectors_are_bit_for_bit_those_of_the_definition(text: str, dim: int) -> None:
+    if text.strip():
+        got = HashEmbedder(dim).embed_one(text)
+        assert got.tobytes() == _reference_hash_vector(text, dim).tobytes()
 
 
 def test_hash_n_grams_cover_words_the_keyword_tokenizer_drops() -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import memctx
 from memctx import ContextCallRecord, MemoryContextConfig, RecalledItem, TrimmedMessage
@@ -19,9 +21,10 @@ from memctx.messages import (
     pairing_violations,
 )
 from memctx.runtime import MemoryContext
-from memctx.runtime.call_record import CallNotes
+from memctx.runtime.call_record import PREVIEW_CHARS, CallNotes, preview
 from memctx.runtime.stats import DistinctKeys, HookTimer
 from memctx.runtime.trimmed import TrimmedMessages, message_id
+from tests.strategies import examples
 
 WINDOW = 20_000  # cap 2,000; safe limit 14,000
 
@@ -124,6 +127,18 @@ def test_a_forced_trim_is_named_forced(tmp_path: Path) -> None:
     assert record is not None and record.trim == "forced" and record.query == "ok"
     assert record.trimmed and {t.layer for t in record.trimmed} == {"forced"}
     assert record.recall == "no_query" and len(out) == len(msgs) - len(record.trimmed)
+
+
+@settings(max_examples=examples(200))
+@given(st.text(st.sampled_from("ab \n\t\u2003é…"), max_size=600), st.integers(0, 300))
+@example("x" + " " * 149 + "y" * 200, 250)  # the head flattens short, the rest does not
+def test_a_preview_is_the_flattened_text_cut_to_its_length(text: str, pad: int) -> None:
+    # Written from the definition: flatten all of it, then cut. Long whitespace runs (pad)
+    # put the preview's characters past any fixed prefix.
+    text = text[:150] + " " * pad + text[150:]
+    flat = " ".join(text.split())
+    want = flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+    assert preview(text) == want
 
 
 def test_recalled_items_carry_source_ref_score_tokens_and_preview(tmp_path: Path) -> None:

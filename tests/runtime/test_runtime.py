@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctx import MemoryContextConfig, load_config
 from memctx.errors import StoreError
@@ -17,7 +20,10 @@ from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_messages_tokens
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.runtime.engine import MemoryContext
+from memctx.store import RawStore
+from tests.strategies import examples
 
+DAY = 86_400.0
 WINDOW = 20_000  # cap = min(4000, 2000) = 2000; safe limit = 20000 - 4000 - 2000 = 14000
 
 
@@ -88,6 +94,40 @@ def test_trimmed_messages_are_archived_and_recalled_later(tmp_path: Path) -> Non
         assert later[0] is msgs[0] and later[-2] is blocks[0] and later[-1]["role"] == "user"
         assert estimate_messages_tokens(blocks) <= mem.recall_cap
         assert estimate_messages_tokens(later) <= WINDOW - 4000
+
+
+def test_archived_messages_still_in_the_context_are_never_recalled(tmp_path: Path) -> None:
+    # The engine keeps the store keys of what it archived and leaves the segments of the
+    # messages it sends out of the search. Those keys must still name the same segments
+    # after another process rewrote the store without an older segment (a reload in which
+    # every later segment moves up in the file).
+    store_dir = tmp_path / "store"
+    first = RawStore(store_dir, embedder=HashEmbedder())
+    first.add("s1", "user", "an older note about the logo colours", timestamp=time.time() - DAY)
+    first.close()
+    msgs = long_session()
+    decision = msgs[1:3]  # the decision and its acknowledgement
+    with engine(tmp_path) as mem:
+        out = mem.on_context(msgs)
+        assert not any(m in out for m in decision)  # trimmed, so archived
+
+        def recalled(context: list[dict[str, Any]]) -> str:
+            blocks = [m["content"] for m in mem.on_context(context) if is_recalled_block(m)]
+            return "".join(blocks)
+
+        question = {"role": "user", "content": "where does the payment webhook live?"}
+        assert "src/pay/hook.py" in recalled([msgs[0], question])
+        # The same question with the decision in the context: nothing to recall about it.
+        assert "src/pay/hook.py" not in recalled([msgs[0], *decision, question])
+        live = mem.stats()["raw_store"]["segments"]
+        other = RawStore(store_dir, embedder=HashEmbedder(), max_segments=live)
+        other.add("s1", "user", "the payment webhook retries live in src/pay/retry.py")
+        other.compact()  # the older note evicted, the files rewritten: the engine reloads
+        other.close()
+        shown = recalled([msgs[0], *decision, question])
+        assert "src/pay/hook.py" not in shown and "src/pay/retry.py" in shown
+        assert "src/pay/hook.py" in recalled([msgs[0], question])
+        assert mem.stats()["counts"].get("recall_failures", 0) == 0
 
 
 def test_relevant_messages_survive_the_trim(tmp_path: Path) -> None:
@@ -388,6 +428,24 @@ def test_key_set_answers_for_arrays_of_keys() -> None:
     keys.add([3, 5000])  # grows past its first size
     found = keys.has(np.array([3, 4, 5000, 5001, 10**7], dtype=np.int64))
     assert found.tolist() == [True, False, True, False, False]
+
+
+@settings(max_examples=examples(100))
+@given(
+    st.lists(st.tuples(st.integers(0, 3000), st.lists(st.integers(0, 10**6), max_size=4))),
+    st.lists(st.integers(0, 5000), max_size=40),
+)
+def test_segment_keys_answer_like_a_dict_of_tuples(
+    sets: list[tuple[int, list[int]]], probe: list[int]
+) -> None:
+    from memctx.runtime.archive_keys import SegmentKeys
+
+    index, model = SegmentKeys(), {}
+    for key, store_keys in sets:  # grows past its first sizes; a key set again: the latest
+        index.set(key, store_keys)
+        model[key] = store_keys
+    want = [k for key in probe for k in model.get(key, [])]
+    assert index.of(np.array(probe, dtype=np.int64)).tolist() == want
 
 
 def test_a_broken_pair_is_repaired_when_nothing_could_be_trimmed(tmp_path: Path) -> None:

@@ -366,6 +366,40 @@ def test_vectors_of_other_processes_are_read_not_embedded(tmp_path: Path) -> Non
     assert search_ids(reader, "kubernetes helm", 1) == search_ids(writer, "kubernetes helm", 1)
 
 
+def test_a_segment_id_keeps_its_key_for_the_life_of_the_store(tmp_path: Path) -> None:
+    # The runtime keeps the key of every segment it archived (RawStore.key_for) to leave the
+    # ones in the context out of each search: a key must name its segment through evictions,
+    # compactions, reloads after another process rewrote the files, and a close and reopen,
+    # and must never be handed to another segment.
+    store = make_store(tmp_path, max_segments=6)
+    other = make_store(tmp_path, max_segments=6)  # another process on the same files
+    segs = [
+        store.add("s1", "user", f"note {i} about redis", timestamp=NOW - 100 + i) for i in range(8)
+    ]
+    assert all(segs)
+    ids = [s.id for s in segs if s is not None]
+    keys = [store.key_for(i) for i in ids]
+    assert None not in keys and len(set(keys)) == len(keys)
+    assert store.key_for("never-stored") is None
+    # The two oldest were evicted (capacity 6): no longer live, still the same keys.
+    assert [store.key_of(i) for i in ids[:2]] == [None, None]
+    assert [store.key_for(i) for i in ids] == keys
+    assert [store.key_of(i) for i in ids[2:]] == keys[2:]
+    store.compact()
+    assert [store.key_for(i) for i in ids] == keys
+    late = other.add("s1", "user", "a note from the other process", timestamp=NOW)
+    other.compact()  # a new inode: ``store`` reloads its index from the files
+    assert late is not None
+    assert store.refresh() >= 1 and [store.key_of(i) for i in ids[3:]] == keys[3:]
+    assert [store.key_for(i) for i in ids] == keys
+    store.close()  # a later use reopens lazily, with the same keys
+    assert len(store) == 6 and [store.key_for(i) for i in ids] == keys
+    new = store.add("s1", "user", "a fresh note", timestamp=NOW + 1)
+    assert new is not None
+    fresh = [store.key_for(new.id), store.key_for(late.id)]
+    assert None not in fresh and not set(fresh) & set(keys)
+
+
 # -- torn and invalid lines ------------------------------------------------------------------
 
 

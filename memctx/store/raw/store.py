@@ -865,11 +865,19 @@ class RawStore:
             self._ensure_open()
             return self._idx.key_of(segment_id)
 
+    def key_for(self, segment_id: str) -> int | None:
+        """The key of segment ``segment_id`` whether it is live or not (``None``: this store
+        never indexed it). A segment id keeps its key for the life of the store object,
+        across reloads and compactions, and no other segment ever gets it: a caller may keep
+        it (the runtime keeps the keys of what it archived, to leave them out of a search)."""
+        with self._lock:
+            return self._idx.key_for(segment_id)
+
     def keys_of(self, segment_ids: Iterable[str]) -> list[int]:
         """The keys of those of ``segment_ids`` that are live segments (one lock for all)."""
         with self._lock:
             self._ensure_open()
-            return [key for key in map(self._idx.key_of, segment_ids) if key is not None]
+            return self._idx.keys_of(segment_ids)
 
     def __len__(self) -> int:
         with self._lock:
