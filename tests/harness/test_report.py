@@ -382,11 +382,11 @@ def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> 
     assert "![Cost vs recall accuracy: the frontier](charts/frontier.png)" in section
     assert "charts/frontier.png" not in md.split("## Charts", 1)[1]  # shown once, here
     for row in (
-        "| meerkat × hash | $0.01537 | $68.0781 | 27.1 % (23–32) n=380 | on the frontier |",
-        "| openclaw × transformer | $0.02242 | $99.2848 | 26.6 % (22–31) n=380 | dominated by "
+        "| meerkat × hash | $0.01537 | $68.0790 | 27.1 % (23–32) n=380 | on the frontier |",
+        "| openclaw × transformer | $0.02242 | $99.2868 | 26.6 % (22–31) n=380 | dominated by "
         "meerkat × hash |",
-        "| memory-context × hash | $0.02724 | $120.6297 | 72.1 % (67–77) n=380 | on the frontier |",
-        "| planner | $0.02583 | $114.3729 | 25.5 % (21–30) n=380 | dominated by meerkat × hash |",
+        "| memory-context × hash | $0.02724 | $120.6402 | 72.1 % (67–77) n=380 | on the frontier |",
+        "| planner | $0.02585 | $114.4692 | 25.5 % (21–30) n=380 | dominated by meerkat × hash |",
         "| full | $0.07523 | $333.1273 | 81.8 % (52–100) n=11 | not comparable: accuracy over "
         "11 of 380 probes only |",
         "| truncate | $0.09253 | $409.7301 | 25.0 % (21–30) n=380 | dominated by meerkat × hash |",
