@@ -30,14 +30,12 @@ def detail_items(
     cross_session: bool,
     params: SearchParams,
     limit: int,
-    exclude_ids: Collection[str] = (),
     exclude_keys: Collection[int] = (),
 ) -> list[RecallItem]:
     """Archived segments for ``query``; segments the context still holds are left out.
 
-    ``exclude_ids`` (segment ids) and ``exclude_keys`` (the store's keys of segments) name
-    segments whose message is in the context being sent: recalling them would spend the
-    cap on text the model already sees.
+    ``exclude_keys`` (the store's keys of segments) name segments whose message is in the
+    context being sent: recalling them would spend the cap on text the model already sees.
     """
     # The search leaves them out itself (still scoring them, as the others' neighbours):
     # the best ``limit`` of the rest in one search, not hundreds of hits filtered here.
@@ -48,7 +46,6 @@ def detail_items(
         session_id=session_id,
         cross_session=cross_session,
         params=params,
-        exclude_ids=exclude_ids,
         exclude_keys=exclude_keys,
     )
     out: list[RecallItem] = []

@@ -145,14 +145,7 @@ def test_a_malformed_file_is_named_with_line_and_column(
 ) -> None:
     file = tmp_path / name
     file.write_text(text, encoding="utf-8")
-    transcript = tmp_path / "t.json"
-    transcript.write_text(json.dumps([{"role": "user", "content": "hi"}]))
-    argv = (
-        ["eval", "--quick", "--out", str(tmp_path / "run"), "--config", str(file)]
-        if command == "eval"
-        else ["replay", str(transcript), "--config", str(file)]
-    )
-    assert main(argv) == 2
+    assert main(_with_config(tmp_path, command, file)) == 2
     err = capsys.readouterr().err
     assert str(file) in err and where in err, err
     assert not (tmp_path / "run").exists()
@@ -164,14 +157,17 @@ def test_an_invalid_setting_in_a_file_names_its_path_in_the_file(
 ) -> None:
     file = tmp_path / "openclaw.json"
     file.write_text('{"agents": {"defaults": {"compaction": {"maxHistoryShare": 2}}}}')
-    transcript = tmp_path / "t.json"
-    transcript.write_text(json.dumps([{"role": "user", "content": "hi"}]))
-    argv = (
-        ["eval", "--quick", "--out", str(tmp_path / "run"), "--config", str(file)]
-        if command == "eval"
-        else ["replay", str(transcript), "--config", str(file)]
-    )
-    assert main(argv) == 2
+    assert main(_with_config(tmp_path, command, file)) == 2
     err = capsys.readouterr().err
     assert str(file) in err
     assert "agents.defaults.compaction.maxHistoryShare: must be in [0.1, 0.9], got 2" in err
+
+
+def _with_config(tmp_path: Path, command: str, file: Path) -> list[str]:
+    """``memctx eval`` (quick, into ``tmp_path/run``) or ``memctx replay`` of a one-message
+    transcript, with ``--config file``."""
+    if command == "eval":
+        return ["eval", "--quick", "--out", str(tmp_path / "run"), "--config", str(file)]
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    return ["replay", str(transcript), "--config", str(file)]

@@ -32,6 +32,16 @@ from tests.strategies import examples
 EMB = HashEmbedder()
 
 
+def _random_documents(
+    rng: random.Random, n: int, *, span: float
+) -> tuple[list[str], list[str], list[float]]:
+    """``n`` short texts of random words, their sessions ("a" or "b") and timestamps in
+    order within ``span`` seconds."""
+    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
+    sessions = [rng.choice("ab") for _ in range(n)]
+    return texts, sessions, sorted(rng.uniform(0, span) for _ in range(n))
+
+
 def _corpus(texts: list[str], sessions: list[str] | None = None, stamps: list[float] | None = None):
     bm25, vectors, episodes = BM25Index(), VectorIndex(EMB.dim), EpisodeIndex()
     matrix = EMB.embed(texts)
@@ -241,9 +251,8 @@ def test_excluded_keys_leave_the_ranking_of_the_rest_unchanged(
     # What the recall asks for: the best ``limit`` segments the context does not hold. The
     # excluded keys are still scored (neighbours, episodes), so the others rank as before.
     rng = random.Random(seed)
-    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
-    sessions = [rng.choice("ab") for _ in range(n)]
-    bm25, vectors, episodes = _corpus(texts, sessions, sorted(rng.uniform(0, 9e4) for _ in texts))
+    texts, sessions, stamps = _random_documents(rng, n, span=9e4)
+    bm25, vectors, episodes = _corpus(texts, sessions, stamps)
     allowed = frozenset(k for k in range(n) if sessions[k] == "a") if filtered else None
     excluded = set(rng.sample(range(n + 3), rng.randint(0, n)))  # unknown keys too
     kw: dict[str, Any] = {
@@ -357,9 +366,7 @@ def test_hybrid_search_equals_the_per_key_reference(
     seed: int, n: int, params: SearchParams, filtered: bool
 ) -> None:
     rng = random.Random(seed)
-    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(1, 8))) for _ in range(n)]
-    sessions = [rng.choice("ab") for _ in range(n)]
-    stamps = sorted(rng.uniform(0, 10 * 86_400) for _ in range(n))
+    texts, sessions, stamps = _random_documents(rng, n, span=10 * 86_400)
     bm25, vectors, episodes = _corpus(texts, sessions, stamps)
     for key in rng.sample(range(n), n // 5):  # removals: holes in keys, slots and rows
         bm25.remove(key)
