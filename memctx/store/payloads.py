@@ -16,6 +16,7 @@ or none; a reader checks the digest, so a damaged file is an error, never a chan
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -26,7 +27,9 @@ from pathlib import Path
 from typing import Final
 
 from memctx.errors import StoreError
-from memctx.fs import atomic_write
+from memctx.fs import atomic_write_beneath
+
+from .files import StoreFileError, open_in_store
 
 __all__ = ["OUTPUT_DIR", "OutputRef", "read_output_ref", "write_output_ref"]
 
@@ -82,10 +85,14 @@ def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: st
         "content": content,
     }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # 0600 like segments.jsonl, which holds the rest of the same conversation.
-        atomic_write(path, json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        # 0600 like segments.jsonl, which holds the rest of the same conversation. No link
+        # below the store is followed: a symlinked tool-output/ is refused, not written into.
+        atomic_write_beneath(
+            store_dir, ref, json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreFileError(f"cannot write {path}: {exc.strerror}") from exc
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}; free disk space or make the store "
             "directory writable"
@@ -102,8 +109,9 @@ def read_output_ref(store_dir: str | Path, ref: str) -> str:
     """
     path = _path_of(Path(store_dir), ref)
     try:
-        # No symlinks: a link planted under a valid name must not read another file.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        # No symlinks, in the file's place or as tool-output/: a link planted under a valid
+        # name must not read another file.
+        fd = open_in_store(store_dir, ref, os.O_RDONLY, doing="open")
     except OSError as exc:
         raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from exc
     with os.fdopen(fd, "rb") as fh:

@@ -96,6 +96,7 @@ class PlannerStrategy(BaseStrategy):
             sidecar_path(self.sessions_dir / f"{session_id}.jsonl"),
             self.config.planner,
             infos=self.setup.infos,
+            store_dir=self.setup.store_dir,
         )
         self.pruning.reset()
         self._persisted.clear()

@@ -26,7 +26,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from memctx.errors import StoreError, VmemError
-from memctx.fs import atomic_write
+from memctx.fs import atomic_write_beneath
 
 from ..files import StoreFileError, open_nonblocking, read_regular
 from ..vmem import (
@@ -262,7 +262,8 @@ class VectorFile:
             name, version, dim = self.identity
             record = {"format": "VMEM v1", "embedder": name, "version": version, "dim": dim}
             data = json.dumps(record, sort_keys=True).encode() + b"\n"
-            atomic_write(self.meta_path, data, sync_dir=True)
+            # A link in its place is refused (counted), not silently replaced.
+            atomic_write_beneath(self.meta_path.parent, self.meta_path.name, data, sync_dir=True)
             self._meta_ok = True
 
     def confirm(self) -> None:
