@@ -14,17 +14,21 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import examples
 
+from memctx import MemoryContextConfig
 from memctx.compaction import FlushTracker, SessionSummary, sidecar_path
 from memctx.config import PlannerConfig
 from memctx.errors import StoreError
 from memctx.llm.cache import CachedResponse, ResponseCache
+from memctx.messages import recalled_block_text
 from memctx.retrieval import HashEmbedder
+from memctx.runtime import MemoryContext
 from memctx.store import KnowledgeStore, MemoryFiles, RawStore, read_output_ref, write_output_ref
 from memctx.store.files import StoreFileError, refused_paths
 from memctx.store.knowledge_rules import FactType, NewFact
@@ -264,3 +268,84 @@ def test_any_store_path_planted_as_a_link_changes_nothing_outside(
     assert _snapshot(victim_dir) == before, f"{linked} led a write outside the store"
     if not hard or linked in APPENDED:
         assert refused_paths(store) > refused, f"{linked}: the refusal was not counted"
+
+
+# -- a damaged part disables only itself --------------------------------------------------------
+
+WINDOW = 8_000
+
+
+def _engine(store: Path) -> MemoryContext:
+    config = MemoryContextConfig(hardCapTokens=800, reserveTokens=800, knowledgeExtraction=True)
+    return MemoryContext(
+        config, store_dir=store, session_id="s1", context_window_tokens=WINDOW,
+        embedder=HashEmbedder(),
+    )  # fmt: skip
+
+
+def _history() -> list[dict[str, Any]]:
+    filler = " ".join(f"word{i}" for i in range(300))
+    return [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Decision: the zebrafish service listens on port 7443."},
+        {"role": "assistant", "content": "Noted: zebrafish listens on port 7443."},
+        *(
+            {"role": "user" if i % 2 else "assistant", "content": f"{filler} step {i}"}
+            for i in range(12)
+        ),
+    ]
+
+
+def _seeded_store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    with _engine(store) as mem:
+        mem.on_before_compact(_history())
+        assert mem.wait_idle(60)
+    return store
+
+
+def _recall(store: Path, *, search: bool = True) -> tuple[str, dict[str, Any]]:
+    question = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Which port does the zebrafish service listen on?"},
+    ]
+    with _engine(store) as mem:
+        out = mem.on_context(question)
+        hits = mem.memory_search("zebrafish port 7443") if search else []
+        stats = mem.stats()
+    block = "".join(recalled_block_text(m) or "" for m in out if isinstance(m.get("content"), str))
+    stats["hits"] = hits
+    return block, stats
+
+
+def _break(path: Path, how: str) -> None:
+    if path.exists():
+        path.rename(path.with_name(path.name + ".moved"))
+    if how == "directory":
+        path.mkdir()
+    elif how == "symlink":
+        path.symlink_to(path.with_name(path.name + ".moved"))
+    else:  # unreadable: a FIFO never has content
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("how", ["directory", "symlink", "fifo"])
+def test_a_broken_knowledge_store_leaves_raw_recall_working(tmp_path: Path, how: str) -> None:
+    store = _seeded_store(tmp_path)
+    _break(store / "knowledge.jsonl", how)
+    block, stats = _recall(store)
+    assert "7443" in block, "no recall block although the raw store is intact"
+    assert stats["counts"].get("knowledge_unavailable", 0) >= 1
+    assert stats["counts"].get("raw_store_unavailable", 0) == 0
+    assert any("7443" in hit["content"] for hit in stats["hits"])
+
+
+@pytest.mark.parametrize("how", ["directory", "symlink", "fifo"])
+def test_a_broken_raw_store_leaves_knowledge_recall_working(tmp_path: Path, how: str) -> None:
+    store = _seeded_store(tmp_path)
+    assert (store / "knowledge.jsonl").stat().st_size > 0, "the seeding extracted no fact"
+    _break(store / "segments.jsonl", how)
+    block, stats = _recall(store, search=False)  # memory_search reads the raw store only
+    assert "7443" in block, "no recall block although the knowledge store is intact"
+    assert stats["counts"].get("raw_store_unavailable", 0) >= 1
+    assert stats["counts"].get("knowledge_unavailable", 0) == 0
