@@ -349,3 +349,30 @@ def test_a_broken_raw_store_leaves_knowledge_recall_working(tmp_path: Path, how:
     assert "7443" in block, "no recall block although the knowledge store is intact"
     assert stats["counts"].get("raw_store_unavailable", 0) >= 1
     assert stats["counts"].get("knowledge_unavailable", 0) == 0
+
+
+def test_the_planner_never_writes_through_a_symlinked_sessions_folder(tmp_path: Path) -> None:
+    """The planner keeps payloads and the sidecar under ``<store>/sessions``: a link planted
+    there is refused like one at the top of the store (the walk starts at the store)."""
+    from helpers.eval_sessions import session, strategy_setup
+
+    from memctx.strategies.planner import PlannerStrategy
+
+    victim_dir, _ = _outside(tmp_path)
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "sessions").symlink_to(victim_dir, target_is_directory=True)
+    before = _snapshot(victim_dir)
+    strategy = PlannerStrategy(strategy_setup(store, window=200_000))
+    strategy.start_session("s1")
+    messages = session("s1", 4, tool_words=50)
+    log = "".join(f"compile unit {j}: ok\n" for j in range(3_000))
+    messages[1 + 4 * 2 + 2] = {**messages[1 + 4 * 2 + 2], "content": log}
+    transcript: list[dict[str, Any]] = []
+    for message in messages:
+        if transcript and message["role"] == "assistant":
+            strategy.prepare(transcript)
+        transcript.append(message)
+    assert _snapshot(victim_dir) == before
+    assert strategy.counts["payload_refs"] == 0 and strategy.counts["payload_write_failures"] >= 1
+    assert refused_paths(store) >= 1
