@@ -338,6 +338,7 @@ def test_a_broken_knowledge_store_leaves_raw_recall_working(tmp_path: Path, how:
     assert stats["counts"].get("knowledge_unavailable", 0) >= 1
     assert stats["counts"].get("raw_store_unavailable", 0) == 0
     assert any("7443" in hit["content"] for hit in stats["hits"])
+    assert stats["store_paths_refused"] >= (how == "symlink")
 
 
 @pytest.mark.parametrize("how", ["directory", "symlink", "fifo"])
