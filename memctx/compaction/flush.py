@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -45,8 +44,8 @@ from typing import Any
 
 from memctx.config import MemoryContextConfig
 from memctx.errors import StoreError
-from memctx.fs import atomic_write
-from memctx.store import resolve_store_dir
+from memctx.fs import atomic_write_beneath
+from memctx.store import open_in_store, resolve_store_dir
 
 from .budget import compaction_reserve
 
@@ -220,6 +219,9 @@ class FlushTracker:
     Args:
         state_dir: The directory of the state file (created on first write), e.g. the
             session's store directory. One tracker, one session: give each session its own.
+        store_dir: The store ``state_dir`` lies in (default: ``state_dir`` itself). Nothing
+            below it is followed through a symlink: a linked folder or state file is refused
+            (counted, :func:`memctx.store.refused_paths`) and the tracker works from memory.
 
     Raises:
         StoreError: ``state_dir`` is not a usable path (empty, or an existing non-directory).
@@ -228,8 +230,15 @@ class FlushTracker:
     :attr:`problem`; the tracker then works from memory.
     """
 
-    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
-        self._dir = resolve_store_dir(state_dir)
+    def __init__(
+        self, state_dir: str | os.PathLike[str], *, store_dir: str | os.PathLike[str] | None = None
+    ) -> None:
+        if store_dir is None:
+            self._dir = self._root = resolve_store_dir(state_dir)
+        else:
+            self._root = resolve_store_dir(store_dir)
+            below = Path(os.path.abspath(state_dir)).relative_to(os.path.abspath(store_dir))
+            self._dir = self._root / below  # lexically: no link below the store is resolved
         self._path = self._dir / FLUSH_STATE_FILE
         self._lock = threading.Lock()
         self._last_tokens: int | None = None
@@ -334,12 +343,10 @@ class FlushTracker:
             return fresh
 
     def _read(self) -> bytes:
-        # O_NONBLOCK: a FIFO put in the file's place must not hang the agent's turn.
-        fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # Never blocks on a FIFO, never follows a link (the state file or a folder above it).
+        fd = open_in_store(self._root, self._path, os.O_RDONLY, doing="read")
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise StoreError(f"{self._path} is not a regular file")
             if st.st_size > _MAX_STATE_BYTES:
                 return b"too large"  # fails to parse: reported and replaced as corrupt
             return os.read(fd, _MAX_STATE_BYTES)
@@ -349,8 +356,8 @@ class FlushTracker:
     def _write(self, state: FlushState) -> None:
         data = (json.dumps(state.to_json(), indent=2) + "\n").encode()
         try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(self._path, data, mode=0o644)  # cycle counters, no conversation text
+            # Cycle counters, no conversation text; folders made without following a link.
+            atomic_write_beneath(self._root, self._path, data, mode=0o644)
         except OSError as exc:
             self._report(
                 f"cannot save {self._path} ({exc}); the state is kept in memory only and a "

@@ -106,6 +106,7 @@ def persist_oversized_tool_results(
     *,
     infos: InfoCache | None = None,
     redactor: Redactor | None = None,
+    root: str | Path | None = None,
 ) -> PayloadRefs:
     """Write every tool result longer than ``config.tool_payload_max_chars`` to a file ref.
 
@@ -117,6 +118,8 @@ def persist_oversized_tool_results(
         infos: Anatomy cache to share with the caller.
         redactor: The redactor to mask secrets with (a store's keyed one); memctx's default
             :func:`memctx.text.redact` when ``None``.
+        root: The store ``store_dir`` is a folder of: no symlink is followed from there
+            down (:func:`memctx.store.write_output_ref`).
 
     Returns:
         The new messages, the refs written or reused, the characters saved and the failures.
@@ -151,7 +154,8 @@ def persist_oversized_tool_results(
                 continue  # a preview and notice no shorter than the text save nothing
             try:
                 name = ref.tool_name or names.get(ref.tool_id or "", "a tool")
-                written = _keep(store_dir, planned, content, _what(name, ref.tool_id, len(text)))
+                what = _what(name, ref.tool_id, len(text))
+                written = _keep(store_dir, planned, content, what, root)
             except (StoreError, OSError) as exc:
                 failed.append(f"{ref.tool_id or f'message {i}'}: {exc}")
                 continue
@@ -205,14 +209,16 @@ def _planned_ref(content: str) -> OutputRef:
     return OutputRef(f"{OUTPUT_DIR}/{digest[:_NAME_HEX]}.json", digest, len(data))
 
 
-def _keep(store_dir: str | Path, planned: OutputRef, content: str, what: str) -> OutputRef:
+def _keep(
+    store_dir: str | Path, planned: OutputRef, content: str, what: str, root: str | Path | None
+) -> OutputRef:
     """Write ``content`` as ``planned``, unless that file already holds it."""
     try:
-        if read_output_ref(store_dir, planned.ref) == content:
+        if read_output_ref(store_dir, planned.ref, root=root) == content:
             return planned
     except StoreError:
         pass  # missing or damaged: write it (again)
-    return write_output_ref(store_dir, planned.sha256[:_NAME_HEX], content, what=what)
+    return write_output_ref(store_dir, planned.sha256[:_NAME_HEX], content, what=what, root=root)
 
 
 def _what(tool: str, call_id: str | None, chars: int) -> str:

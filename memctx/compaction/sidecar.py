@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from memctx.config import PlannerConfig
-from memctx.fs import atomic_write
+from memctx.errors import StoreError
+from memctx.fs import atomic_write_beneath
 from memctx.messages import (
     InfoCache,
     RoleKind,
@@ -41,6 +42,7 @@ from memctx.messages import (
     is_recalled_block,
     leading_system_count,
 )
+from memctx.store import open_in_store
 from memctx.text import redact
 
 from .render import cap_text, render_message
@@ -138,6 +140,14 @@ def _load(raw: bytes) -> tuple[int, list[SummaryItem], list[str]]:
     return count, loaded, seen
 
 
+def _read(root: Path, path: Path) -> bytes:
+    """The sidecar's bytes, opened without following a link below ``root`` (a FIFO in its
+    place is refused, never waited on)."""
+    fd = open_in_store(root, path, os.O_RDONLY, doing="read")
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
 def _move_aside(path: Path) -> Path:
     """Rename ``path`` to the first free ``<path>.corrupt-<n>`` (earlier ones are kept)."""
     n = 1
@@ -162,8 +172,10 @@ class SessionSummary:
         items: Sequence[SummaryItem] = (),
         seen: Sequence[str] = (),
         writable: bool = True,
+        root: Path | None = None,
     ) -> None:
         self._path = path
+        self._root = root if root is not None else Path(os.path.abspath(path)).parent
         self._config = config
         self._infos = infos if infos is not None else InfoCache()
         self._count = count
@@ -177,7 +189,12 @@ class SessionSummary:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], config: PlannerConfig, *, infos: InfoCache | None = None
+        cls,
+        path: str | os.PathLike[str],
+        config: PlannerConfig,
+        *,
+        infos: InfoCache | None = None,
+        store_dir: str | os.PathLike[str] | None = None,
     ) -> SessionSummary:
         """The summary saved at ``path`` (a :func:`sidecar_path`), or an empty one.
 
@@ -189,13 +206,17 @@ class SessionSummary:
             path: The sidecar file; it need not exist.
             config: ``summaryMaxItems`` and ``summaryItemChars`` apply.
             infos: The caller's anatomy cache, if it has one.
+            store_dir: The store the file lies in (default: its folder). No symlink below it
+                is followed: a linked sidecar or folder leaves the summary empty and unsaved
+                (counted, :func:`memctx.store.refused_paths`).
         """
-        path = Path(path)
+        path = Path(os.path.abspath(path))
+        root = Path(os.path.abspath(store_dir)) if store_dir is not None else path.parent
         try:
-            count, items, seen = _load(path.read_bytes())
+            count, items, seen = _load(_read(root, path))
         except FileNotFoundError:
-            return cls(path, config, infos=infos)
-        except OSError as exc:  # unreadable: overwriting it could lose what it holds
+            return cls(path, config, infos=infos, root=root)
+        except (OSError, StoreError) as exc:  # unreadable: overwriting it could lose it
             logger.warning("session summary: cannot read %s (%s); not saving it", path, exc)
             return cls(path, config, infos=infos, writable=False)
         except _NotASummary as exc:
@@ -206,8 +227,8 @@ class SessionSummary:
                 logger.warning("session summary: %s is corrupt (%s); not saving it", path, why)
                 return cls(path, config, infos=infos, writable=False)
             logger.warning("session summary: %s is corrupt (%s); moved to %s", path, exc, aside)
-            return cls(path, config, infos=infos)
-        return cls(path, config, infos=infos, count=count, items=items, seen=seen)
+            return cls(path, config, infos=infos, root=root)
+        return cls(path, config, infos=infos, count=count, items=items, seen=seen, root=root)
 
     @property
     def path(self) -> Path:
@@ -302,8 +323,8 @@ class SessionSummary:
         }
         text = json.dumps(data, ensure_ascii=False, indent=2)
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self._path, text.encode("utf-8"))  # 0600: items are conversation text
+            # 0600: items are conversation text. No link below the store is followed.
+            atomic_write_beneath(self._root, os.path.abspath(self._path), text.encode("utf-8"))
         except OSError as exc:
             # The summary is a cache of the transcript: losing a save costs a gist, not data.
             logger.warning("session summary: cannot save %s (%s); kept in memory", self._path, exc)

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
-__all__ = ["atomic_write", "fsync_dir", "write_new_file"]
+from .beneath import open_dir_beneath, refuse_link_at, split_beneath
+
+__all__ = ["atomic_write", "atomic_write_beneath", "fsync_dir", "write_new_file"]
 
 _BUFFER: Final = 1 << 20  # small chunks (lines, vector rows) are gathered into 1 MiB writes
 _NAME_BYTES: Final = 128  # of the target's name kept in a temporary name (NAME_MAX is 255)
@@ -73,6 +75,44 @@ def atomic_write(
         raise
     if sync_dir:
         fsync_dir(target.parent)
+
+
+def atomic_write_beneath(
+    root: PathArg,
+    path: PathArg,
+    data: Content,
+    *,
+    mode: int = 0o600,
+    fsync: bool = True,
+    sync_dir: bool = False,
+) -> None:
+    """:func:`atomic_write` of a file below the trusted directory ``root``, following no
+    symlink below it (:mod:`memctx.fs.beneath`): the folders on the way are opened (and
+    created, mode 0700) one by one without following a link, and the temporary file and the
+    rename work inside the last folder's descriptor, so a folder swapped for a link meanwhile
+    cannot redirect the write. A symlink in the file's own place is refused like one on the
+    way (a rename would only replace it, but a planted link is a sign to stop and say so).
+
+    Raises:
+        OSError: As :func:`atomic_write`; ``ELOOP`` for a symlinked folder (counted).
+        ValueError: ``path`` is not below ``root``, or a bad ``mode``.
+    """
+    parts = split_beneath(root, path)
+    dir_fd = open_dir_beneath(root, parts[:-1], create=True)
+    try:
+        name = Path(parts[-1])
+        tmp = _write_temp(name, data, mode, fsync=fsync, dir_fd=dir_fd)
+        try:
+            refuse_link_at(root, parts, dir_fd)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            _remove(tmp, dir_fd)
+            raise
+        if sync_dir:
+            with contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def write_new_file(
@@ -152,8 +192,11 @@ def fsync_dir(directory: PathArg) -> None:
         os.close(fd)
 
 
-def _write_temp(target: Path, data: Content, mode: int, *, fsync: bool) -> Path:
-    """``data`` in a new ``.<name>.<random>.tmp`` beside ``target``, complete, with ``mode``."""
+def _write_temp(
+    target: Path, data: Content, mode: int, *, fsync: bool, dir_fd: int | None = None
+) -> Path:
+    """``data`` in a new ``.<name>.<random>.tmp`` beside ``target``, complete, with ``mode``
+    (``target`` relative to ``dir_fd`` when one is given)."""
     if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
         raise ValueError(f"mode must be a permission mask such as 0o600, got {mode!r}")
     stem = os.fsdecode(os.fsencode(target.name)[:_NAME_BYTES])
@@ -161,7 +204,7 @@ def _write_temp(target: Path, data: Content, mode: int, *, fsync: bool) -> Path:
     for _ in range(_TEMP_TRIES):
         tmp = target.with_name(f".{stem}.{os.urandom(8).hex()}.tmp")
         try:
-            fd = os.open(tmp, flags, 0o600)
+            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
             break
         except FileExistsError:
             continue
@@ -172,7 +215,7 @@ def _write_temp(target: Path, data: Content, mode: int, *, fsync: bool) -> Path:
         handle = open(fd, "wb", buffering=_BUFFER)  # noqa: SIM115 - closed just below
     except BaseException:
         os.close(fd)
-        _remove(tmp)
+        _remove(tmp, dir_fd)
         raise
     try:
         with handle:
@@ -185,11 +228,11 @@ def _write_temp(target: Path, data: Content, mode: int, *, fsync: bool) -> Path:
             if fsync:
                 os.fsync(handle.fileno())
     except BaseException:
-        _remove(tmp)
+        _remove(tmp, dir_fd)
         raise
     return tmp
 
 
-def _remove(tmp: Path) -> None:
+def _remove(tmp: Path, dir_fd: int | None = None) -> None:
     with contextlib.suppress(OSError):
-        os.unlink(tmp)
+        os.unlink(tmp, dir_fd=dir_fd)

@@ -21,16 +21,18 @@ redacted copy would make a cache hit return different text than the miss did.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memctx.fs import atomic_write
+from memctx.fs import atomic_write_beneath, open_beneath
 from memctx.text import redact
 
 __all__ = [
@@ -47,6 +49,7 @@ CACHE_FORMAT_VERSION = 1
 CACHE_DIRNAME = "llm-cache"
 
 _log = logging.getLogger(__name__)
+_MAX_ENTRY_BYTES = 64 << 20  # a response is kilobytes; a larger file is not ours (a miss)
 
 
 def default_cache_dir(store_dir: str | os.PathLike[str]) -> Path:
@@ -151,6 +154,10 @@ class ResponseCache:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self._dir = Path(directory)
+        # The directory's parent (the store) is trusted; nothing below it is followed through
+        # a symlink, the cache directory itself included: a link planted as llm-cache/ (or
+        # one of its folders, or an entry) is refused, never written through.
+        self._root = self._dir.absolute().parent
 
     @property
     def directory(self) -> Path:
@@ -166,7 +173,7 @@ class ResponseCache:
         """The entry for ``key``, or ``None`` when absent, unreadable or corrupt."""
         path = self.path_for(key)
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = self._read(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -194,13 +201,20 @@ class ResponseCache:
         record = {"v": CACHE_FORMAT_VERSION, "key": key, **asdict(entry)}
         data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             # No fsync: losing an entry in a crash costs one repeated call, not correctness.
-            atomic_write(path, data, fsync=False)
+            atomic_write_beneath(self._root, path.absolute(), data, fsync=False)
             return True
         except OSError as exc:
             _log.warning("memctx LLM cache: cannot write %s (%s); continuing uncached", path, exc)
             return False
+
+    def _read(self, path: Path) -> str:
+        """The entry file's text, opened without following a link below the store."""
+        fd = open_beneath(self._root, path.absolute(), os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", str(path))
+            return handle.read(_MAX_ENTRY_BYTES).decode("utf-8")
 
 
 def _check_key(key: str) -> None:

@@ -12,21 +12,24 @@ similarity is a dot product; a blank text gives a zero row (similarity 0 to ever
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import math
 import os
 import re
+import stat
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import filterfalse
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+from typing import Any, BinaryIO, Final, Literal, Protocol
 
 import numpy as np
 
 from memctx.errors import MemctxError, StoreError
+from memctx.fs import open_beneath
 from memctx.text import STOPWORDS, tokenize
 
 __all__ = [
@@ -304,6 +307,30 @@ _CACHE_VERSION: Final = 1
 _CACHE_HEADER_SIZE: Final = 12
 
 
+def _cache_file(path: Path, flags: int) -> BinaryIO:
+    """The embedding cache file, opened in its (trusted) folder without following a link in
+    its place, and not written in place when it has a second hard link (either could make a
+    write land outside the store); a FIFO is refused, never waited on."""
+    fd = open_beneath(path.parent, path.name, flags, 0o600, create_dirs=bool(flags & os.O_CREAT))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(
+            fd,
+            "r+b"
+            if flags & os.O_RDWR
+            else "ab"
+            if flags & os.O_APPEND
+            else "wb"
+            if flags & os.O_WRONLY
+            else "rb",
+        )
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class CachedEmbedder:
     """Embeds each distinct text at most once per model; optionally persisted to disk.
 
@@ -354,7 +381,11 @@ class CachedEmbedder:
         return _CACHE_MAGIC + np.array([_CACHE_VERSION, self.dim], dtype="<u4").tobytes()
 
     def _open(self, path: Path) -> None:
-        data = path.read_bytes() if path.exists() else b""
+        try:
+            with _cache_file(path, os.O_RDONLY) as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            data = b""
         header = data[:_CACHE_HEADER_SIZE]
         if data and not data.startswith(_CACHE_MAGIC):
             raise StoreError(f"{path}: not an embedding cache (no {_CACHE_MAGIC!r} magic)")
@@ -363,14 +394,14 @@ class CachedEmbedder:
                 logger.warning(
                     "embedding cache %s has another format or dim; starting afresh", path
                 )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(self._header())
+            with _cache_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as handle:
+                handle.write(self._header())
             return
         whole = (len(data) - _CACHE_HEADER_SIZE) // self._entry_dtype.itemsize
         end = _CACHE_HEADER_SIZE + whole * self._entry_dtype.itemsize
         if end != len(data):
             # A torn tail from a crash mid-write: drop it so the next append starts aligned.
-            with open(path, "r+b") as handle:
+            with _cache_file(path, os.O_RDWR) as handle:
                 handle.truncate(end)
         entries = np.frombuffer(data, self._entry_dtype, count=whole, offset=_CACHE_HEADER_SIZE)
         matrix = np.ascontiguousarray(entries["vec"], dtype=np.float32)
@@ -415,7 +446,7 @@ class CachedEmbedder:
         records["key"] = list(fresh)
         records["vec"] = np.stack(list(fresh.values()))
         try:
-            with open(self.cache_path, "ab") as handle:
+            with _cache_file(self.cache_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT) as handle:
                 handle.write(records.tobytes())
                 handle.flush()
         except OSError as exc:

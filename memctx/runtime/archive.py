@@ -25,6 +25,8 @@ Archiving rules:
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -50,6 +52,7 @@ from memctx.store import (
     RawStore,
     memory_search,
     read_output_ref,
+    refused_paths,
     resolve_store_dir,
     validate_name,
     validate_role,
@@ -167,11 +170,19 @@ class Archive:
         return len(self.raw) > 0
 
     def has_knowledge(self) -> bool:
-        """Whether a knowledge search can find anything (one ``stat``, no lock, per turn)."""
+        """Whether a knowledge search can find anything (one ``lstat``, no lock, per turn).
+
+        Anything but a regular file there (a directory, a FIFO, a symlink) says yes: the
+        search then fails, and the failure is counted (``knowledge_unavailable``) instead
+        of passing unnoticed as an empty store.
+        """
         try:
-            return (self._dir / KNOWLEDGE_FILE).stat().st_size > 0
-        except OSError:
+            st = os.lstat(self._dir / KNOWLEDGE_FILE)
+        except FileNotFoundError:
             return False
+        except OSError:
+            return True
+        return st.st_size > 0 or not stat.S_ISREG(st.st_mode)
 
     @property
     def cheap_embedder(self) -> bool:
@@ -529,6 +540,10 @@ class Archive:
             "archive": dict(self.counts),
             "pending_segments": sum(map(len, self._pending.values())),
             "extraction": dict(self.extraction),
+            # The store boundary: symlinks and hard-linked files refused under this store
+            # (every part, in this process); knowledge_unavailable and raw_store_unavailable
+            # (a damaged store skipped by a turn's recall) are in the engine's counts.
+            "store_paths_refused": refused_paths(self._dir),
         }
         if self._raw is not None:
             out["raw_store"] = self._raw.stats()

@@ -489,6 +489,8 @@ class MemoryContext:
         block, found = recall_turn(
             self._archive, self._recall_setup, query, kept, in_context, self._tokens
         )
+        for part in found.unavailable:  # knowledge_unavailable, raw_store_unavailable
+            self._counts[f"{part}_unavailable"] += 1
         if self._notes is not None:
             self._notes.recalled(found.block, found.candidates, found.best_score)
         if found.block is not None:

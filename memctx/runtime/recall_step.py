@@ -13,11 +13,13 @@ is on the best candidate and what it is set to: the field docs of
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memctx.config import MemoryContextConfig
+from memctx.errors import StoreError
 from memctx.messages import TokenCounter
 from memctx.recall import (
     RecallBlock,
@@ -29,6 +31,8 @@ from memctx.recall import (
 from memctx.retrieval import SearchParams
 
 from .archive import Archive
+
+logger = logging.getLogger("memctx")
 
 __all__ = ["EMPTY_BLOCK", "RecallSearch", "RecallSetup", "recall_turn", "search_recall"]
 
@@ -63,11 +67,14 @@ class RecallSearch:
         block: The block to insert, or ``None`` when nothing cleared the bars or fitted.
         candidates: Facts and details the searches returned (before the cap chose).
         best_score: The best detail's score (0.0 without any).
+        unavailable: The stores that could not be searched this turn (``"knowledge"``,
+            ``"raw_store"``): a damaged part disables only itself, the other still recalls.
     """
 
     block: RecallBlock | None
     candidates: int
     best_score: float = 0.0
+    unavailable: tuple[str, ...] = ()
 
 
 def recall_turn(
@@ -112,29 +119,45 @@ def search_recall(
     ``in_context`` holds the raw-store keys of the archived segments whose message is being
     sent: recalling them would spend the cap on text the model already sees.
     """
-    knowledge = (
-        knowledge_items(archive.knowledge, query, config.knowledge_search_limit)
-        if archive.has_knowledge()
-        else []
-    )
+    # Each store is searched on its own: a damaged knowledge.jsonl (a directory, a refused
+    # symlink, unreadable) costs the facts, not the details, and a damaged raw store the
+    # details, not the facts (with no fact to show, a raw-store error fails the recall as
+    # before). What failed is reported, and counted by the engine.
+    unavailable: list[str] = []
+    knowledge = []
+    try:
+        if archive.has_knowledge():
+            knowledge = knowledge_items(archive.knowledge, query, config.knowledge_search_limit)
+    except (StoreError, OSError) as exc:
+        _log_unavailable("knowledge store", exc)
+        unavailable.append("knowledge")
     pending = archive.pending_items(query, _DETAIL_CANDIDATES)
     limit = _DETAIL_CANDIDATES
     best = 0.0
+    raw_ok = True
     while True:
         found = []
-        if archive.has_segments():
-            found = detail_items(
-                archive.raw,
-                query,
-                session_id=session_id,
-                cross_session=config.cross_session,
-                params=params,
-                limit=limit,
-                exclude_keys=in_context,
-            )
+        try:
+            if raw_ok and archive.has_segments():
+                found = detail_items(
+                    archive.raw,
+                    query,
+                    session_id=session_id,
+                    cross_session=config.cross_session,
+                    params=params,
+                    limit=limit,
+                    exclude_keys=in_context,
+                )
+        except (StoreError, OSError) as exc:
+            if not knowledge:
+                raise  # nothing left to recall from: the turn's recall failed (and says why)
+            _log_unavailable("raw store", exc)
+            unavailable.append("raw_store")
+            raw_ok = False
         best = max((item.score for item in (*found, *pending)), default=0.0)
         if not knowledge and best < config.auto_recall_min_best_score:
-            return RecallSearch(None, len(found) + len(pending), best)  # nothing relevant
+            # nothing relevant
+            return RecallSearch(None, len(found) + len(pending), best, tuple(unavailable))
         block = build_recall_block(
             knowledge,
             found + pending,
@@ -153,7 +176,11 @@ def search_recall(
         if not short_of_room or len(found) < limit or limit >= _MAX_DETAIL_CANDIDATES:
             break
         limit *= 4
-    return RecallSearch(block, len(knowledge) + len(found) + len(pending), best)
+    return RecallSearch(block, len(knowledge) + len(found) + len(pending), best, tuple(unavailable))
+
+
+def _log_unavailable(part: str, exc: BaseException) -> None:
+    logger.warning("memctx recall goes on without the %s: %s", part, exc)
 
 
 def _typical_cost(block: RecallBlock, count: Callable[[str], int]) -> int:

@@ -8,7 +8,7 @@ May import: the foundations, :mod:`memctx.retrieval`, :mod:`memctx.llm`.
 from __future__ import annotations
 
 from .checksum import ChecksumError
-from .files import StoreFileError, resolve_store_dir
+from .files import StoreFileError, open_in_store, read_regular, refused_paths, resolve_store_dir
 from .knowledge import KNOWLEDGE_FILE, KnowledgeStore
 from .knowledge_rules import Fact, FactType, NewFact, UpdateDecision, UpdateOp, decide_update
 from .memory_files import MemoryChunk, MemoryFiles, MemoryHit

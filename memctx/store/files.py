@@ -11,6 +11,11 @@ Every store (:class:`~memctx.store.RawStore`, :class:`~memctx.store.KnowledgeSto
   opened for reading waits for a writer forever without ``O_NONBLOCK``). The check is an
   ``fstat`` of the descriptor opened, not a ``stat`` of the path first, so nothing can be
   swapped in between;
+- the store is a boundary: a store file is never opened through a symlink (``O_NOFOLLOW``;
+  files in folders below the store directory are opened by :func:`open_in_store`, which
+  follows no link on the way either, :mod:`memctx.fs.beneath`), and a file with a second
+  hard link is never written in place (it may be a link planted to a file elsewhere). Both
+  are refused with a :class:`StoreFileError` and counted (:func:`refused_paths`);
 - an ``OSError`` becomes a :class:`~memctx.errors.StoreError` that names the path, the problem
   and the fix (:func:`os_error`, :func:`problem_and_fix`). Nothing here deletes, truncates or
   replaces a file it did not create: whatever is on disk stays as it was.
@@ -26,20 +31,25 @@ from pathlib import Path
 from typing import Final
 
 from memctx.errors import StoreError
+from memctx.fs import check_single_link, note_refusal, open_beneath, refusals_under
 from memctx.transcripts import file_kind
 
 __all__ = [
     "O_CLOEXEC",
     "StoreFileError",
+    "open_in_store",
     "open_nonblocking",
     "open_regular",
     "os_error",
     "problem_and_fix",
     "read_regular",
+    "refused_paths",
     "resolve_store_dir",
 ]
 
 O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC
 
 # errno -> (what it means here, when the system's words do not say it; the fix)
 _FIXES: Final[dict[int, tuple[str, str]]] = {
@@ -113,9 +123,10 @@ def open_nonblocking(
 ) -> int:
     """Open ``path`` without blocking and only if it is a regular file.
 
-    Opens with ``O_NONBLOCK`` (a FIFO does not wait for a writer) and ``O_CLOEXEC``, checks the
-    descriptor with ``fstat`` (no window between a check and the open), then clears
-    ``O_NONBLOCK`` again.
+    Opens with ``O_NONBLOCK`` (a FIFO does not wait for a writer), ``O_NOFOLLOW`` (a symlink
+    in the file's place is refused, never followed) and ``O_CLOEXEC``, checks the descriptor
+    with ``fstat`` (no window between a check and the open), then clears ``O_NONBLOCK``
+    again. A file opened to write in place that has a second hard link is refused.
 
     Args:
         path: The file.
@@ -128,18 +139,83 @@ def open_nonblocking(
 
     Raises:
         OSError: The open failed (``FileNotFoundError`` when it does not exist).
-        StoreFileError: It is a directory, a FIFO, a socket or a device.
+        StoreFileError: It is a symlink, a directory, a FIFO, a socket or a device, or a
+            hard-linked file opened to write (the last two counted, :func:`refused_paths`).
     """
-    fd = os.open(path, flags | os.O_NONBLOCK | O_CLOEXEC, mode)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | O_CLOEXEC | _NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            note_refusal(path)
+            raise _symlink(path, doing) from exc
+        raise
+    return _checked(fd, path, flags, doing)
+
+
+def _checked(fd: int, path: Path | str, flags: int, doing: str) -> int:
+    """``fd`` if it is a regular file (not hard-linked, when opened to write), blocking again;
+    closed and refused otherwise."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _not_regular(path, st.st_mode, doing)
+        if flags & _WRITE_FLAGS:
+            try:
+                check_single_link(fd, path)
+            except OSError as exc:
+                raise StoreFileError(f"cannot {doing} {path}: {exc.strerror}") from exc
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _symlink(path: Path | str, doing: str) -> StoreFileError:
+    return StoreFileError(
+        f"cannot {doing} {path}: it is a symlink; memctx never follows links inside its store, "
+        "so nothing was read or written through it. Remove the link (memctx never deletes "
+        "it); the store creates its own file there"
+    )
+
+
+def open_in_store(
+    root: Path | str,
+    path: Path | str,
+    flags: int,
+    mode: int = 0o600,
+    *,
+    doing: str = "open",
+    create_dirs: bool = False,
+) -> int:
+    """:func:`open_regular` for a file in a folder below the store directory ``root``.
+
+    No component below ``root`` is followed if it is a symlink (each is opened relative to
+    its parent's descriptor, :func:`memctx.fs.open_beneath`), so a folder swapped for a link
+    cannot lead the open outside the store.
+
+    Raises:
+        FileNotFoundError: The file (or a folder, without ``create_dirs``) is missing.
+        StoreError: As :func:`open_regular`; a symlink anywhere below ``root`` or a
+            hard-linked file opened to write is a :class:`StoreFileError` (counted).
+    """
+    try:
+        fd = open_beneath(root, path, flags, mode, create_dirs=create_dirs)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise StoreFileError(f"cannot {doing} {path}: {exc.strerror}") from exc
+        raise os_error(path, exc, doing) from exc
+    except ValueError as exc:
+        raise StoreError(f"cannot {doing} {path}: {exc}") from exc
+    return _checked(fd, path, flags, doing)
+
+
+def refused_paths(root: Path | str) -> int:
+    """How many times, in this process, memctx refused a symlink or a hard-linked file under
+    the store directory ``root`` (what ``stats()`` reports as ``store_paths_refused``)."""
+    return refusals_under(root)
 
 
 def open_regular(path: Path | str, flags: int, mode: int = 0o600, *, doing: str = "open") -> int:

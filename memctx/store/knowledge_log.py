@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from memctx.errors import StoreError
 from memctx.fs import atomic_write
 from memctx.text import Redactor, tokenize_unique
@@ -26,6 +24,7 @@ from memctx.text import Redactor, tokenize_unique
 from .checksum import ChecksumError, canonical_json, seal_record, verify_record
 from .files import StoreFileError, open_regular, os_error, resolve_store_dir
 from .knowledge_rules import Fact
+from .raw.lock import LockTimeout, StoreLock
 
 __all__ = ["KNOWLEDGE_FILE", "KnowledgeLog"]
 
@@ -60,7 +59,11 @@ class KnowledgeLog:
             self._dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise os_error(self._dir, exc, "create the knowledge store directory") from exc
-        self._file_lock = FileLock(str(self._path) + ".lock", timeout=_LOCK_TIMEOUT_S)
+        # The raw store's lock (the same flock py-filelock takes, so older writers still
+        # exclude us): it opens the lock file with O_NOFOLLOW and never truncates it, so a
+        # link planted as knowledge.jsonl.lock changes nothing outside the store.
+        self._file_lock = StoreLock(Path(str(self._path) + ".lock"), _LOCK_TIMEOUT_S)
+        self._lock_depth = 0
         with self._locked():
             pass
 
@@ -103,7 +106,7 @@ class KnowledgeLog:
     def _read_new(self) -> None:
         """Read what was appended since the last read (caller holds the file lock)."""
         try:
-            st = os.stat(self._path)
+            st = os.lstat(self._path)  # a symlink is refused below, never followed
         except FileNotFoundError:
             if self._file_id is not None:
                 self._reset()
@@ -161,25 +164,35 @@ class KnowledgeLog:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._mutex:
+            if self._lock_depth:  # re-entered by this thread: the lock is held already
+                self._lock_depth += 1
+                try:
+                    self._read_new()
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
             try:
                 self._file_lock.acquire()
-            except Timeout as exc:
+            except LockTimeout as exc:
                 raise StoreError(
                     f"cannot lock {self._path}.lock: {exc}; another process holds it, try again"
                 ) from exc
             except OSError as exc:
                 raise os_error(f"{self._path}.lock", exc, "lock") from exc
+            self._lock_depth = 1
             try:
                 self._read_new()
                 yield
             finally:
+                self._lock_depth = 0
                 self._file_lock.release()
 
     def _refresh(self) -> None:
         """Catch up with other processes; a stat when nothing changed, the lock otherwise."""
         with self._mutex:
             try:
-                st = os.stat(self._path)
+                st = os.lstat(self._path)
                 if (st.st_dev, st.st_ino) == self._file_id and st.st_size == self._offset:
                     return
             except OSError:

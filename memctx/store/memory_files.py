@@ -69,7 +69,7 @@ from memctx.text import (
     tokenize,
 )
 
-from .files import open_regular, os_error, resolve_store_dir
+from .files import open_in_store, os_error, resolve_store_dir
 from .memory_paths import (
     MAX_FILE_BYTES,
     MEMORY_DIR,
@@ -233,8 +233,8 @@ class MemoryFiles:
             candidates += [Path(dirpath, f) for f in sorted(filenames) if f.endswith(".md")]
         for cand in candidates:
             rel = cand.relative_to(self._root).as_posix()
-            if cand.name.startswith(".") or not cand.is_file():
-                continue
+            if cand.name.startswith(".") or not (cand.is_file() or cand.is_symlink()):
+                continue  # a link goes on to be refused (and counted), wherever it points
             try:
                 self._resolve(rel)
             except StoreError as exc:
@@ -409,10 +409,10 @@ class MemoryFiles:
         body = self._redactor.redact(text).encode()
         body += b"" if body.endswith(b"\n") else b"\n"
         try:
-            (self._root / MEMORY_DIR).mkdir(parents=True, exist_ok=True)
-            real = self._resolve(rel)  # after mkdir: a symlinked memory/ is seen and refused
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-            fd = open_regular(real, flags, 0o644, doing="append to")
+            # No link is followed (memory/ or the log itself) and a hard-linked log is not
+            # written into: an append must never land outside the workspace.
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+            fd = open_in_store(self._root, rel, flags, 0o644, doing="append to", create_dirs=True)
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":

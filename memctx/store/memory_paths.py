@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from memctx.errors import StoreError
+from memctx.fs import note_refusal
 
 from .files import read_regular
 
@@ -38,7 +39,8 @@ def memory_path(root: Path, path: str | os.PathLike[str]) -> Path:
 
     Raises:
         StoreError: ``path`` is not ``MEMORY.md`` or a ``memory/<name>.md`` relative path
-            that resolves (symlinks followed) inside the workspace; the message names the rule.
+            with no symlink on the way (a link is refused and counted, wherever it points);
+            the message names the rule.
     """
     raw = os.fspath(path)
 
@@ -57,6 +59,12 @@ def memory_path(root: Path, path: str | os.PathLike[str]) -> Path:
         raise refuse("'..' is not allowed")
     if rel.suffix.lower() != ".md":
         raise refuse("only .md files")
+    walked = root
+    for part in rel.parts:  # the store is a boundary: no link below the workspace is followed
+        walked = walked / part
+        if os.path.islink(walked):
+            note_refusal(walked)
+            raise refuse(f"{walked} is a symlink (memctx follows no link in the workspace)")
     real = (root / rel).resolve()
     memory_dir = root / MEMORY_DIR
     inside = real == root / MEMORY_MD or (real.is_relative_to(memory_dir) and real != memory_dir)

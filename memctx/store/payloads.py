@@ -16,6 +16,7 @@ or none; a reader checks the digest, so a damaged file is an error, never a chan
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -26,7 +27,9 @@ from pathlib import Path
 from typing import Final
 
 from memctx.errors import StoreError
-from memctx.fs import atomic_write
+from memctx.fs import atomic_write_beneath
+
+from .files import StoreFileError, open_in_store
 
 __all__ = ["OUTPUT_DIR", "OutputRef", "read_output_ref", "write_output_ref"]
 
@@ -56,7 +59,20 @@ def _path_of(store_dir: Path, ref: str) -> Path:
     return store_dir / OUTPUT_DIR / f"{name}.json"
 
 
-def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: str) -> OutputRef:
+def _beneath(store_dir: str | Path, ref: str, root: str | Path | None) -> tuple[str | Path, str]:
+    """The trusted folder and the path below it that no symlink may be followed on: the
+    ref below ``store_dir`` itself, or below the store ``root`` that holds ``store_dir``."""
+    if root is None:
+        return store_dir, ref
+    below = os.path.relpath(os.path.abspath(store_dir), os.path.abspath(root))
+    if below == os.pardir or below.startswith(os.pardir + os.sep):
+        raise StoreError(f"{store_dir} is not inside the store {root}; pass the store it is in")
+    return root, ref if below == os.curdir else f"{below}/{ref}"
+
+
+def write_output_ref(
+    store_dir: str | Path, name: str, content: str, *, what: str, root: str | Path | None = None
+) -> OutputRef:
     """Keep ``content`` whole under ``tool-output/<name>.json``; return its reference.
 
     Args:
@@ -65,6 +81,8 @@ def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: st
             written (so the reference can be archived first).
         content: The text, already redacted by the caller.
         what: A short description (``"tool output of bash, lines 1201-210345"``).
+        root: The store ``store_dir`` lies in, when it is a folder of one: no symlink is
+            followed from there down (default: from ``store_dir`` down).
 
     Raises:
         StoreError: The name is invalid or the file cannot be written (the message says why).
@@ -82,10 +100,15 @@ def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: st
         "content": content,
     }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # 0600 like segments.jsonl, which holds the rest of the same conversation.
-        atomic_write(path, json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        # 0600 like segments.jsonl, which holds the rest of the same conversation. No link
+        # below the store is followed: a symlinked tool-output/ is refused, not written into.
+        atomic_write_beneath(
+            *_beneath(store_dir, ref, root),
+            json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+        )
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreFileError(f"cannot write {path}: {exc.strerror}") from exc
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}; free disk space or make the store "
             "directory writable"
@@ -93,8 +116,9 @@ def write_output_ref(store_dir: str | Path, name: str, content: str, *, what: st
     return OutputRef(ref, digest, len(data))
 
 
-def read_output_ref(store_dir: str | Path, ref: str) -> str:
-    """The whole text kept under ``ref`` (as :func:`write_output_ref` returned it).
+def read_output_ref(store_dir: str | Path, ref: str, *, root: str | Path | None = None) -> str:
+    """The whole text kept under ``ref`` (as :func:`write_output_ref` returned it); ``root``
+    as :func:`write_output_ref`.
 
     Raises:
         StoreError: The reference is malformed, the file is missing, not a regular file,
@@ -102,8 +126,9 @@ def read_output_ref(store_dir: str | Path, ref: str) -> str:
     """
     path = _path_of(Path(store_dir), ref)
     try:
-        # No symlinks: a link planted under a valid name must not read another file.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        # No symlinks, in the file's place or as tool-output/: a link planted under a valid
+        # name must not read another file.
+        fd = open_in_store(*_beneath(store_dir, ref, root), os.O_RDONLY, doing="open")
     except OSError as exc:
         raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from exc
     with os.fdopen(fd, "rb") as fh:

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from memctx.errors import VmemError
-from memctx.fs import atomic_write
+from memctx.fs import NOFOLLOW, atomic_write, check_single_link, note_refusal
 
 from .files import O_CLOEXEC
 from .vmem_format import (
@@ -195,14 +195,27 @@ def append_vmem(
         # Plain descriptor calls: an append is a hot path (every archived message).
         # O_NONBLOCK: a FIFO in its place is refused below, never waited on (it changes
         # nothing for a regular file).
-        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | O_CLOEXEC)
+        # O_NOFOLLOW: a link in its place is refused, never written through.
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | O_CLOEXEC | NOFOLLOW)
     except FileNotFoundError:
         write_vmem(path, raw_ids, matrix)
         return
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        note_refusal(path)
+        raise VmemError(
+            f"{path}: a symlink; memctx does not write through it (the store "
+            "replaces it with its own file)"
+        ) from exc
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise VmemError(f"{path}: not a regular file; move it away (the store rebuilds it)")
+        try:
+            check_single_link(fd, path)
+        except OSError as exc:  # a hard link planted to a file elsewhere: rewritten, not appended
+            raise VmemError(str(exc.strerror)) from exc
         size = st.st_size
         count = validate_header(path, os.pread(fd, VMEM_HEADER.size, 0), size, dim)
         if not len(matrix):

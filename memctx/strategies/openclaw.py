@@ -98,7 +98,9 @@ class OpenClawStrategy(BaseStrategy):
         self._fitter.start_session(session_id)
         self.pruning.reset()
         # One compaction cycle counter per session, kept beside the workspace.
-        self._flush = FlushTracker(self.setup.store_dir / "flush" / session_id)
+        self._flush = FlushTracker(
+            self.setup.store_dir / "flush" / session_id, store_dir=self.setup.store_dir
+        )
 
     def compact(self, transcript: Messages, tokens: int | None = None) -> Messages | None:
         if self._flush is None:

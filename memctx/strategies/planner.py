@@ -96,6 +96,7 @@ class PlannerStrategy(BaseStrategy):
             sidecar_path(self.sessions_dir / f"{session_id}.jsonl"),
             self.config.planner,
             infos=self.setup.infos,
+            store_dir=self.setup.store_dir,
         )
         self.pruning.reset()
         self._persisted.clear()
@@ -184,7 +185,7 @@ class PlannerStrategy(BaseStrategy):
         refs = output_refs_in(self._last_context, infos=self.setup.infos)
         for k, ref in enumerate(refs):
             try:
-                text = read_output_ref(self.sessions_dir, ref)
+                text = read_output_ref(self.sessions_dir, ref, root=self.setup.store_dir)
             except StoreError:
                 continue  # a damaged file reads as nothing, never as another text
             found.append((-len(words & set(tokenize(text))), k, text))
@@ -208,6 +209,7 @@ class PlannerStrategy(BaseStrategy):
                 Path(self.sessions_dir),
                 self.config.planner,
                 infos=self.setup.infos,
+                root=self.setup.store_dir,
             )
             self.counts["payload_refs"] += len(done.refs)
             self.counts["payload_write_failures"] += len(done.failed)

@@ -525,7 +525,7 @@ def test_a_kept_payload_is_private_and_a_failed_write_leaves_nothing(
     path = tmp_path / ref.ref
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # conversation text, as segments.jsonl
 
-    def disk_full(src: Any, dst: Any) -> None:
+    def disk_full(src: Any, dst: Any, **dir_fds: Any) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", disk_full)

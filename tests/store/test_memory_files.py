@@ -261,8 +261,8 @@ def test_memory_get_refusals(mem: MemoryFiles, tmp_path: Path) -> None:
         "memory/../MEMORY.md": "'..'",
         str(inside): "absolute",
         str(tmp_path / "x.md"): "absolute",
-        "memory/out.md": "outside the memory files",
-        "memory/sneaky.md": "outside the memory files",
+        "memory/out.md": "is a symlink",  # a link is refused wherever it points
+        "memory/sneaky.md": "is a symlink",
         "memory/notes.txt": "only .md",
         "README.md": "outside the memory files",
         "memory": "only .md",
@@ -313,7 +313,7 @@ def test_append_daily_refuses_a_memory_dir_pointing_out(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "memory").symlink_to(elsewhere)
     mem = MemoryFiles(tmp_path / "ws", embedder=CountingEmbedder(), clock=lambda: NOW)
-    with pytest.raises(StoreError, match="outside the memory files"):
+    with pytest.raises(StoreError, match="is a symlink"):
         mem.append_daily("note")
     assert list(elsewhere.iterdir()) == []
 

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from memctx.errors import StoreError, VmemError
+from memctx.fs import note_refusal
 from memctx.messages import estimate_tokens
 from memctx.text import Redactor, entities, tokenize, topics
 
-from ..files import problem_and_fix
+from ..files import StoreFileError, problem_and_fix
 from .records import (
     ChecksumError,
     Segment,
@@ -135,7 +136,15 @@ def child_path(directory: Path, name: str) -> Path:
 
 
 def check_inside(directory: Path, path: Path) -> None:
-    """Refuse a store file that is a symlink leading outside the store directory."""
+    """Refuse a store file that is a symlink (counted), wherever it leads: the store is a
+    boundary, and a link inside it today can be pointed outside tomorrow."""
+    if os.path.islink(path):
+        note_refusal(path)
+        raise StoreFileError(
+            f"{path} is a symlink; memctx never follows links inside its store directory "
+            f"{directory}, so nothing was read or written through it. Remove the link (memctx "
+            "never deletes it); the store creates its own file there"
+        )
     real = Path(os.path.realpath(path))
     if real.parent != directory and not real.is_relative_to(directory):
         raise StoreError(

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Final
 
+from memctx.fs import note_refusal
+
 __all__ = ["LockTimeout", "StoreLock"]
 
 _CONTENTION: Final = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES})
@@ -85,12 +87,17 @@ class StoreLock:
 
     def _open(self) -> int:
         try:
-            return os.open(self.path, _FLAGS | os.O_CREAT, 0o644)
-        except PermissionError:
-            # A sticky directory (/tmp) refuses O_CREAT on another user's existing file.
-            if not os.path.exists(self.path):
-                raise
-            return os.open(self.path, _FLAGS)
+            try:
+                return os.open(self.path, _FLAGS | os.O_CREAT, 0o644)
+            except PermissionError:
+                # A sticky directory (/tmp) refuses O_CREAT on another user's existing file.
+                if not os.path.exists(self.path):
+                    raise
+                return os.open(self.path, _FLAGS)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link in its place: never followed, counted
+                note_refusal(self.path)
+            raise
 
     def release(self) -> None:
         """Give the lock back (closing the descriptor releases the flock in any case)."""

@@ -227,6 +227,9 @@ class RawStore:
         self._rfd: int | None = None  # read descriptor: the inode our offsets refer to
         self._wfd: int | None = None  # O_APPEND descriptor, reopened when the inode changes
         self._vectors_rebuilt: str | None = None
+        # Opening is what may switch vectors.bin to this embedder (a whole rebuild); a later
+        # reload (another process compacted the store) never takes it from another one.
+        self._loaded_before = False
         self._bad_vectors = 0  # unusable vectors found in vectors.bin and re-embedded
         self._compactions = 0
         self._compact_backoff = 0
@@ -390,6 +393,7 @@ class RawStore:
         """(Re)build the in-memory state: stream the lines, then the vectors under the lock."""
         with _gc_paused():
             self._load_files()
+        self._loaded_before = True
 
     def _load_files(self) -> None:
         for _attempt in range(3):
@@ -544,6 +548,7 @@ class RawStore:
             vectors.add_many([keys[p] for p in positions], matrix)
 
         state = self._vfile.load(self._idx.ids(keys), sink)
+        taken = self._vfile.foreign is not None and self._loaded_before
         missing = [k for k, row in zip(keys, state.rows, strict=True) if row is None]
         if state.reason is None:
             if can_write:
@@ -560,6 +565,11 @@ class RawStore:
         logger.warning(
             "%s: %s; re-embedded %d segments", self._vfile.path, state.reason, len(missing)
         )
+        if taken:
+            # Another writer's embedder took the file since this store opened: ours stay
+            # in memory, and appends are refused (VectorFile.check_owner) rather than mixed.
+            self._vfile.dirty = True
+            return
         try:
             if not can_write:
                 raise OSError("the store directory is not writable")
@@ -568,8 +578,8 @@ class RawStore:
                 fresh = [k for k in missing if k not in own]
                 matrix = np.stack([self._idx.vectors.get(k) for k in fresh])
                 self._vfile.append(self._idx.ids(fresh), matrix, self._idx.snapshot_vectors)
-            else:
-                self._vfile.rewrite(*self._idx.snapshot_vectors())
+            else:  # opening is what may switch the file to this embedder
+                self._vfile.rewrite(*self._idx.snapshot_vectors(), take_over=True)
         except (OSError, StoreError, ValueError) as exc:
             self._vfile.dirty = True  # the next add rewrites it whole
             logger.warning("cannot rewrite %s (%s); rebuilt at next open", self._vfile.path, exc)

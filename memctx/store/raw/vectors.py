@@ -26,7 +26,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from memctx.errors import StoreError, VmemError
-from memctx.fs import atomic_write
+from memctx.fs import atomic_write_beneath
 
 from ..files import StoreFileError, open_nonblocking, read_regular
 from ..vmem import (
@@ -110,10 +110,15 @@ class VectorFile:
         self.dim = self.identity[2]
         self.dirty = False
         self._meta_ok = False  # vectors.meta.json is known to name this embedder
+        # (device, inode, size, mtime) of vectors.meta.json when last found to name this
+        # embedder: an unchanged file is not read again before the next append.
+        self._meta_seen: tuple[int, int, int, int] | None = None
+        self.foreign: tuple[Any, Any, Any] | None = None  # the other embedder load() found
 
     def reset(self) -> None:
         """Forget what is known about the files (before a reload)."""
         self.dirty = self._meta_ok = False
+        self._meta_seen = None
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``, checking the embedder keeps its promise (shape, finite values)."""
@@ -142,9 +147,11 @@ class VectorFile:
         """
         nothing: list[int | None] = [None] * len(ids)
         meta = self._read_meta()
+        self.foreign = None
         if meta is not None:
             found = (meta.get("embedder"), meta.get("version"), meta.get("dim"))
             if found != self.identity:
+                self.foreign = found
                 name, version, dim = self.identity
                 changed = (
                     f"written by embedder {found[0]!r} ({found[1]}, dim {found[2]}), but this "
@@ -250,6 +257,8 @@ class VectorFile:
         """
         if not ids or vmem_status(self.path, self.dim, values=False) is not None:
             return {}, set()
+        if self._foreign_meta() is not None:
+            return {}, set()  # another embedder's vectors: ours are made here instead
         wanted = set(ids)
         good, bad = self._entries(2 * len(ids) + 64)
         bad &= wanted
@@ -257,13 +266,66 @@ class VectorFile:
             self.dirty = True  # the next write rewrites the file without them
         return {k: v for k, v in good.items() if k in wanted}, bad
 
+    def _meta_ident(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.lstat(self.meta_path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _foreign_meta(self) -> tuple[Any, Any, Any] | None:
+        """The embedder ``vectors.meta.json`` names now, if it is not this one (``None``:
+        it names this one, or there is none to go by). One ``lstat`` when unchanged."""
+        ident = self._meta_ident()
+        if ident is not None and ident == self._meta_seen:
+            return None
+        meta = self._read_meta()
+        if meta is None:
+            self._meta_ok, self._meta_seen = False, None  # missing or unreadable: (re)written
+            return None
+        found = (meta.get("embedder"), meta.get("version"), meta.get("dim"))
+        if found != self.identity:
+            self._meta_ok, self._meta_seen = False, None
+            return found
+        self._meta_ok, self._meta_seen = True, ident
+        return None
+
+    def check_owner(self) -> None:
+        """Refuse to write vectors if ``vectors.meta.json`` names another embedder.
+
+        Called under the store's lock before every append: another process may have
+        written (or rebuilt) the file with another embedder since this one looked, and its
+        vectors and ours in one file would be compared as if they were alike (hash and
+        MiniLM vectors are both 384-dim). Opening the store is what switches it to another
+        embedder (a whole rebuild); an append never does.
+
+        Raises:
+            StoreError: The file belongs to another embedder; the message names both and
+                the fix. Nothing was written.
+        """
+        found = self._foreign_meta()
+        if found is None:
+            return
+        name, version, dim = self.identity
+        raise StoreError(
+            f"{self.path.parent} holds vectors of embedder {found[0]!r} ({found[1]}, dim "
+            f"{found[2]}), written by another process since this one opened it, but this "
+            f"writer embeds with {name!r} ({version}, dim {dim}); a store never holds two "
+            "embedders' vectors, so nothing was written. Give every process that shares "
+            "this store_dir the same embedding model, or each its own store_dir; to switch "
+            f"this store to {name!r}, stop the other writers and open it again (it is "
+            "re-embedded on open)"
+        )
+
     def _write_meta(self) -> None:
         if not self._meta_ok:
             name, version, dim = self.identity
             record = {"format": "VMEM v1", "embedder": name, "version": version, "dim": dim}
             data = json.dumps(record, sort_keys=True).encode() + b"\n"
-            atomic_write(self.meta_path, data, sync_dir=True)
+            # A link in its place is refused (counted), not silently replaced.
+            atomic_write_beneath(self.meta_path.parent, self.meta_path.name, data, sync_dir=True)
             self._meta_ok = True
+            self._meta_seen = self._meta_ident()
 
     def confirm(self) -> None:
         """Record the embedder if the file predates ``vectors.meta.json`` (best effort)."""
@@ -280,7 +342,9 @@ class VectorFile:
 
         Raises:
             OSError: The write failed; a partial append has been cut off again.
+            StoreError: ``vectors.meta.json`` names another embedder (:meth:`check_owner`).
         """
+        self.check_owner()
         if not self.dirty:
             before = file_size(self.path)
             try:
@@ -298,10 +362,21 @@ class VectorFile:
         all_ids, all_matrix = everything()
         self.rewrite(all_ids + ids, np.vstack([all_matrix, matrix]))
 
-    def rewrite(self, ids: list[str], matrix: np.ndarray) -> None:
-        """Write the whole file atomically (``write_vmem``), then the embedder record."""
+    def rewrite(self, ids: list[str], matrix: np.ndarray, *, take_over: bool = False) -> None:
+        """Write the whole file atomically (``write_vmem``), then the embedder record.
+
+        Args:
+            ids: Segment ids, one per row.
+            matrix: Their vectors, all of this embedder.
+            take_over: The store is being opened with this embedder: the file becomes its
+                own whoever wrote it before. Otherwise (a compaction) a file another
+                embedder owns is refused (:meth:`check_owner`).
+        """
+        if not take_over:
+            self.check_owner()
         write_vmem(self.path, _uuid_bytes(ids), matrix)
         self.dirty = False
+        self._meta_ok = False  # whoever wrote it before, the file is this embedder's now
         self._write_meta()
 
 
