@@ -147,6 +147,35 @@ def test_protected_messages_beyond_the_window_are_trimmed_and_archived(tmp_path:
     assert any("zebrafish port 0 is 7000" in hit["content"] for hit in found)
 
 
+def test_pruning_never_makes_a_tool_result_longer(tmp_path: Path) -> None:
+    # Found by the property below: with the smallest ratios, a 3-character result was
+    # "cleared" to the 33-character placeholder (and soft trim's note can outgrow a short
+    # result), so a context that fitted the window no longer did.
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "start"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "fix"},
+    ]
+    pruning = {
+        "mode": "cache-ttl",
+        "keepLastAssistants": 0,
+        "softTrimRatio": 1e-9,
+        "hardClearRatio": 1e-9,
+        "minPrunableToolChars": 0,
+        "softTrim": {"maxChars": 2, "headChars": 0, "tailChars": 0},
+    }
+    config = MemoryContextConfig(
+        knowledge_extraction=False, reserve_tokens=0, context_pruning=pruning
+    )
+    window = _tokens(messages)
+    with MemoryContext(
+        config, store_dir=tmp_path, session_id="s", context_window_tokens=window
+    ) as mem:
+        out = mem.on_context(messages)
+    assert out == messages and _tokens(out) <= window
+
+
 def _nested_openclaw(depth: int) -> str:
     return (
         '{"agents": {"defaults": {"memoryContext": {"hardCapTokens": 2000}}}, "x": '
