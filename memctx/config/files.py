@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_snake
 
 from memctx.errors import ConfigError
 
-from .model import MemoryContextConfig, validate_config
+from .model import MAX_DEPTH, MemoryContextConfig, validate_config
 
 __all__ = ["load_config"]
 
@@ -34,6 +34,42 @@ _JSON5 = re.compile(
     rf"|(?P<comma>,{_GAP}(?=[}}\]]))",
     re.DOTALL,
 )
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""Largest config file read: an ``openclaw.json`` holds an agent's whole setup (models,
+channels, tools) in tens of kilobytes; 4 MiB leaves room for any real one and keeps a
+runaway file from being read into memory."""
+
+# What can hold a bracket that does not nest: strings and comments, in JSON5 and TOML forms.
+_JSON_SKIP = r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|//[^\n]*|/\*.*?\*/"""
+_TOML_SKIP = r'''"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|#[^\n]*'''
+_NESTING = {
+    kind: re.compile(rf"{skip}|(?P<open>[\[{{])|(?P<close>[\]}}])", re.DOTALL)
+    for kind, skip in (("json", _JSON_SKIP), ("toml", _TOML_SKIP))
+}
+
+
+def _check_depth(text: str, kind: str, file: Path) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` before a parser recurses into it.
+
+    Brackets inside strings and comments are not counted. In a malformed file the count
+    may be off, which matters only past the bound; the parser reports such a file anyway.
+    """
+    depth = 0
+    for match in _NESTING[kind].finditer(text):
+        if match.lastgroup == "open":
+            depth += 1
+            if depth > MAX_DEPTH:
+                pos = match.start()
+                line = text.count("\n", 0, pos) + 1
+                column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+                raise ConfigError(
+                    f"{file}: nested more than {MAX_DEPTH} levels deep at line {line}, column "
+                    f"{column}; settings nest at most 5 levels, flatten the file"
+                )
+        elif match.lastgroup == "close":
+            depth = max(depth - 1, 0)
 
 
 def _json5_token(match: re.Match[str]) -> str:
@@ -129,11 +165,17 @@ def load_config(path: str | os.PathLike[str]) -> MemoryContextConfig:
     if suffix not in ("", ".json", ".json5", ".toml"):
         raise ConfigError(f"{file}: unsupported config format {suffix!r}; use .json or .toml")
     try:
-        raw = file.read_bytes()
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {file}: {exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{file}: larger than {MAX_CONFIG_BYTES:,} bytes, too large for a config file; "
+            "point to the settings file itself"
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -142,6 +184,7 @@ def load_config(path: str | os.PathLike[str]) -> MemoryContextConfig:
             f"{file}: not UTF-8 text: invalid byte at line {line}, byte offset {exc.start}; "
             "save the file as UTF-8"
         ) from None
+    _check_depth(text, "toml" if suffix == ".toml" else "json", file)
     if suffix == ".toml":
         try:
             data: object = tomllib.loads(text)

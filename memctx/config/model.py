@@ -89,8 +89,14 @@ def parse_duration(text: str) -> float:
     return float(match[1]) * _UNIT_SECONDS[match[2]]
 
 
+_MAX_DURATION_DAYS = 30  # an idle time of a month already means "never" for a prompt cache
+
+
 def _duration(value: str) -> str:
-    parse_duration(value)
+    if parse_duration(value) > _MAX_DURATION_DAYS * _UNIT_SECONDS["d"]:
+        raise ValueError(
+            f"must be at most {_MAX_DURATION_DAYS} days ('{_MAX_DURATION_DAYS}d'), got {value!r}"
+        )
     return value
 
 
@@ -102,18 +108,47 @@ class Shown:
     text: str
 
 
-PositiveInt = Annotated[
-    int, _rule(lambda v: v > 0, "a positive integer (> 0)"), Shown("integer > 0")
-]
-NonNegativeInt = Annotated[int, _rule(lambda v: v >= 0, "an integer >= 0"), Shown("integer >= 0")]
-PositiveFloat = Annotated[
-    float, _rule(lambda v: 0 < v < math.inf, "a finite number > 0"), Shown("number > 0")
-]
-Ratio = Annotated[float, _rule(lambda v: 0 < v <= 1, "in (0, 1]"), Shown("number in (0, 1]")]
-Weight = Annotated[float, _rule(lambda v: 0 <= v <= 1, "in [0, 1]"), Shown("number in [0, 1]")]
+MAX_TOKENS = 10_000_000
+"""Upper bound of every token budget: 5x the largest context window sold today (2 M), so
+no real window is refused, while a typo of a few extra zeros (``10**12``) is."""
+MAX_CHARS = 100_000_000
+"""Upper bound of every character size: 100 MB of text, beyond any one message or file
+memctx is meant to hold in memory at once."""
+MAX_COUNT = 10_000
+"""Upper bound of message, turn and item counts: more than any conversation carries."""
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def _between(
+    low: float, high: float, *, open_low: bool = False, integer: bool = True
+) -> tuple[AfterValidator, Shown]:
+    """Validator and docs text of a closed range ``[low, high]`` (``(low, high]`` with
+    ``open_low``): the error names the range, which is the fix."""
+    kind = "an integer" if integer else "a number"
+    span = f"{'(' if open_low else '['}{_number(low)}, {_number(high)}]"
+
+    def within(value: float) -> bool:
+        return (low < value if open_low else low <= value) and value <= high
+
+    return _rule(within, f"{kind} in {span}"), Shown(f"{kind.split()[-1]} in {span}")
+
+
+Tokens = Annotated[int, *_between(0, MAX_TOKENS)]
+PositiveTokens = Annotated[int, *_between(1, MAX_TOKENS)]
+Chars = Annotated[int, *_between(0, MAX_CHARS)]
+PositiveChars = Annotated[int, *_between(1, MAX_CHARS)]
+Count = Annotated[int, *_between(0, MAX_COUNT)]
+PositiveCount = Annotated[int, *_between(1, MAX_COUNT)]
+ChunkTokens = Annotated[int, *_between(1, 100_000)]
+"""Chunk sizes: 100,000 tokens is beyond any embedder's input (MiniLM reads 256)."""
+Ratio = Annotated[float, *_between(0, 1, open_low=True, integer=False)]
+Weight = Annotated[float, *_between(0, 1, integer=False)]
 Text = Annotated[str, AfterValidator(_non_empty), Shown("non-empty string")]
 Duration = Annotated[
-    str, AfterValidator(_duration), Shown("duration: a number and ms, s, m, h or d")
+    str, AfterValidator(_duration), Shown("duration: a number and ms, s, m, h or d, at most 30d")
 ]
 
 
@@ -183,7 +218,7 @@ class MemoryFlushConfig(_Model):
 
     enabled: bool = True
     """Run the flush turn once per compaction cycle."""
-    soft_threshold_tokens: NonNegativeInt = 4000
+    soft_threshold_tokens: Tokens = 4000
     """Flush when ``tokens >= window - reserve - softThresholdTokens``."""
     prompt: Text = (
         "Pre-compaction memory flush.\n"
@@ -201,11 +236,9 @@ class CompactionConfig(_Model):
 
     mode: Literal["default", "safeguard"] = "default"
     """``safeguard`` adds tool failures, file lists and history pruning to summaries."""
-    reserve_tokens_floor: NonNegativeInt = 20000
+    reserve_tokens_floor: Tokens = 20000
     """Minimum tokens kept free for the reply."""
-    max_history_share: Annotated[
-        float, _rule(lambda v: 0.1 <= v <= 0.9, "in [0.1, 0.9]"), Shown("number in [0.1, 0.9]")
-    ] = 0.5
+    max_history_share: Annotated[float, *_between(0.1, 0.9, integer=False)] = 0.5
     """Largest share of the context window that kept history may take."""
     memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig)
     """Pre-compaction memory flush."""
@@ -214,17 +247,17 @@ class CompactionConfig(_Model):
     min_chunk_ratio: Ratio = 0.15
     """Chunk ratio used when the average message exceeds 10% of the window; at most
     ``baseChunkRatio``."""
-    safety_margin: Annotated[
-        float, _rule(lambda v: 1 <= v < math.inf, "a number >= 1"), Shown("number >= 1")
-    ] = 1.2
-    """Multiplier for estimated tokens (20% estimate tolerance)."""
-    auto_compact_threshold: PositiveInt = 100000
+    safety_margin: Annotated[float, *_between(1, 10, integer=False)] = 1.2
+    """Multiplier for estimated tokens (20% estimate tolerance); at most 10, past which every
+    history counts as over the window."""
+    auto_compact_threshold: PositiveTokens = 100000
     """Turn-based: compact when last input or estimated history tokens reach this."""
-    recent_turn_budget: PositiveInt = 4
+    recent_turn_budget: PositiveCount = 4
     """Turn-based: at most this many recent complete turns kept (the oldest is summarised)."""
-    max_summary_tokens: PositiveInt = 4096
-    """Turn-based: output limit for the summary call."""
-    min_turns_between_compactions: NonNegativeInt = 3
+    max_summary_tokens: Annotated[int, *_between(1, 1_000_000)] = 4096
+    """Turn-based: output limit for the summary call (at most 1,000,000: more than any
+    model writes in one reply)."""
+    min_turns_between_compactions: Count = 3
     """Loop guard: turns from one compaction to the next (at least 2 whatever the value)."""
 
     @model_validator(mode="after")
@@ -240,11 +273,11 @@ class CompactionConfig(_Model):
 class SoftTrimConfig(_Model):
     """Keep the head and tail of tool outputs longer than ``maxChars`` (seed 003)."""
 
-    max_chars: PositiveInt = 4000
+    max_chars: PositiveChars = 4000
     """Outputs longer than this are trimmed."""
-    head_chars: NonNegativeInt = 1500
+    head_chars: Chars = 1500
     """Characters kept from the start."""
-    tail_chars: NonNegativeInt = 1500
+    tail_chars: Chars = 1500
     """Characters kept from the end; ``headChars + tailChars`` is less than ``maxChars``."""
 
     @model_validator(mode="after")
@@ -274,13 +307,13 @@ class ContextPruningConfig(_Model):
     """``cache-ttl`` prunes once the prompt cache has gone cold (the seed's example)."""
     ttl: Duration = "5m"
     """Idle time before pruning, e.g. ``30s``, ``5m``, ``1h``."""
-    keep_last_assistants: NonNegativeInt = 3
+    keep_last_assistants: Count = 3
     """Tool results of the last N assistant turns are never pruned."""
     soft_trim_ratio: Ratio = 0.3
     """Soft-trim only once the context fills this share of the window (OpenClaw's default)."""
     hard_clear_ratio: Ratio = 0.5
     """Hard-clear, oldest first, while the context fills at least this share of the window."""
-    min_prunable_tool_chars: NonNegativeInt = 50000
+    min_prunable_tool_chars: Chars = 50000
     """Hard-clear only when the prunable tool results hold at least this many characters."""
     soft_trim: SoftTrimConfig = Field(default_factory=SoftTrimConfig)
     """Head + tail trimming."""
@@ -298,8 +331,8 @@ class TemporalDecayConfig(_Model):
 
     enabled: bool = False
     """Apply the decay."""
-    half_life_days: PositiveFloat = 30.0
-    """Age at which a score is halved."""
+    half_life_days: Annotated[float, *_between(0, 36_500, open_low=True, integer=False)] = 30.0
+    """Age at which a score is halved (at most 100 years: beyond, the decay is nil)."""
 
 
 class HybridSearchConfig(_Model):
@@ -332,11 +365,11 @@ class MemorySearchConfig(_Model):
 
     query: MemorySearchQueryConfig = Field(default_factory=MemorySearchQueryConfig)
     """Query settings."""
-    max_injected_chars: PositiveInt = 4000
+    max_injected_chars: PositiveChars = 4000
     """Cap on snippet characters returned into the prompt (seed 004)."""
-    chunk_tokens: PositiveInt = 400
+    chunk_tokens: ChunkTokens = 400
     """Target chunk size when indexing memory files."""
-    chunk_overlap_tokens: NonNegativeInt = 80
+    chunk_overlap_tokens: Annotated[int, *_between(0, 99_999)] = 80
     """Overlap between consecutive chunks; less than ``chunkTokens``."""
 
     @model_validator(mode="after")
@@ -352,10 +385,10 @@ class MemorySearchConfig(_Model):
 class PlannerConfig(_Model):
     """Token-budget context planner, summary sidecar and tool payload refs (seed 004)."""
 
-    reserve_tokens: NonNegativeInt = 16384
+    reserve_tokens: Tokens = 16384
     """Tokens kept free for the reply (OpenClaw's ``reserveTokens``); at most a quarter of
     the window is reserved, so a small window still has room for history."""
-    dynamic_reserve_tokens: NonNegativeInt = 0
+    dynamic_reserve_tokens: Tokens = 0
     """Tokens kept for what a turn adds besides the history (tool definitions, injected
     notes); the session summary's own room is reserved separately when it is injected."""
     safety_ratio: Ratio = 0.9
@@ -373,15 +406,15 @@ class PlannerConfig(_Model):
     the call stays within the window. ``false`` is the seed's planner: the whole turn."""
     summary_pressure_ratio: Ratio = 0.72
     """Inject the session summary when used / budget reaches this (or history was trimmed)."""
-    summary_max_chars: PositiveInt = 4000
+    summary_max_chars: PositiveChars = 4000
     """Characters of the summary materialised into the prompt."""
-    summary_max_items: PositiveInt = 60
+    summary_max_items: PositiveCount = 60
     """Rolling summary items kept in ``<session>.summary.json`` (the oldest go first)."""
-    summary_item_chars: PositiveInt = 240
+    summary_item_chars: PositiveChars = 240
     """Characters of one summary item (one message's gist)."""
-    tool_payload_max_chars: PositiveInt = 20000
+    tool_payload_max_chars: PositiveChars = 20000
     """Tool results larger than this are written to ``tool-output/*.json``."""
-    tool_payload_preview_chars: PositiveInt = 2000
+    tool_payload_preview_chars: PositiveChars = 2000
     """Preview left in the transcript; less than ``toolPayloadMaxChars``."""
 
     @model_validator(mode="after")
@@ -409,7 +442,7 @@ class MemoryContextConfig(_Model):
     ``MemoryContext``, a strategy) is the opt-in, so the default is ``true``: a file that
     sets only ``hardCapTokens`` must not silently do nothing. Keep ``false`` for a config
     file shared with an agent in which memctx should stay off."""
-    hard_cap_tokens: PositiveInt = 4000
+    hard_cap_tokens: PositiveTokens = 4000
     """Most tokens a recall block may take. The block's cap is ``min(hardCapTokens,
     floor(window x recallWindowRatio))``: with the default ratio 0.1, a value above a tenth
     of the window changes nothing unless ``recallWindowRatio`` is raised too."""
@@ -473,34 +506,42 @@ class MemoryContextConfig(_Model):
     What no score stops: filler that shares words with the archive (86 % of LoCoMo's
     "Thanks, that works."-style turns still find a matching chat line). 0.0 turns the bar
     off."""
-    archive_chunk_tokens: NonNegativeInt = 400
+    archive_chunk_tokens: Annotated[int, *_between(0, 100_000)] = 400
     """Archived messages longer than this many tokens are stored as line-aligned chunks of
     it (one segment each, a fifth shared with the next), so a question about one line of a
     5,000-token tool output finds that part, and the recall block shows that part instead of
     the output's head. 0 archives every message whole, as the seed does."""
-    archive_max_message_chars: Annotated[
-        int, _rule(lambda v: v >= 4096, "an integer >= 4096"), Shown("integer >= 4096")
-    ] = 131_072
+    archive_max_message_chars: Annotated[int, *_between(4096, 10_000_000)] = 131_072
     """Characters of one message indexed at most. A longer message (a multi-MB tool output)
     is archived as its head and tail, half of this each, with a note naming
     ``tool-output/<name>.json`` in the store, where the middle is kept whole (redacted): one
     message costs a hook bounded work and memory, and nothing is lost. Messages up to 1.5x
-    this are indexed whole."""
-    max_segments: PositiveInt = 20000
-    """Raw store capacity; the oldest segments are evicted beyond it."""
+    this are indexed whole. At most 10,000,000 characters, so one message's indexing stays
+    within a hook's memory and time."""
+    max_segments: Annotated[int, *_between(1, 1_000_000)] = 20000
+    """Raw store capacity; the oldest segments are evicted beyond it. At most 1,000,000:
+    the store reserves its vector matrix for this many rows up front (4 bytes x 384
+    dimensions each, 1.5 GB of address space at the bound, untouched until used); 10**8
+    would ask for 143 GiB and every archive would fail."""
     cross_session: bool = False
     """Search every session instead of the current one."""
-    eviction_days: PositiveInt = 90
-    """Segments older than this are evicted."""
-    reserve_tokens: NonNegativeInt = 4000
-    """Tokens kept free for the reply: ``safe_limit = window - reserve - hardCap``."""
+    eviction_days: Annotated[int, *_between(1, 36_500)] = 90
+    """Segments older than this are evicted (at most 100 years)."""
+    reserve_tokens: Tokens = 4000
+    """Tokens kept free for the reply: ``safe_limit = window - reserve - hardCap``. The
+    window is known only to ``MemoryContext``, which warns once when the reserve and the
+    recall cap leave no room for history; what it sends fits the window whatever this is."""
     recall_window_ratio: Ratio = 0.10
-    """Recall cap = ``min(hardCapTokens, floor(window x recallWindowRatio))``."""
+    """Recall cap = ``min(hardCapTokens, floor(window x recallWindowRatio))``. Up to 1.0 is
+    allowed: a block never takes more than the kept messages leave of ``window -
+    reserveTokens``."""
     knowledge_share: Ratio = 0.3
     """Share of the recall cap for ``<knowledge>``; the rest goes to ``<detail>``."""
-    protected_recent_messages: NonNegativeInt = 6
-    """Last N user/assistant messages smart trim never drops."""
-    knowledge_search_limit: PositiveInt = 10
+    protected_recent_messages: Annotated[int, *_between(0, 1_000)] = 6
+    """Last N user/assistant messages smart trim never drops while they fit the window;
+    when they alone do not, the oldest of them are dropped too (fewer protected until the
+    context fits), so no setting makes a call exceed the window."""
+    knowledge_search_limit: Annotated[int, *_between(1, 1_000)] = 10
     """Knowledge entries searched per recall."""
     time_decay: Ratio = 1.0
     """Score multiplier per hour of age: ``score x timeDecay ** age_hours``. Off (1.0) by
@@ -606,14 +647,29 @@ def validate_config(
         raise _config_error(source, _problems(exc, cls, prefix)) from None
 
 
-def _key_problems(data: object, path: str = "") -> list[str]:
-    """Non-string keys anywhere in ``data`` (they would break keyword construction)."""
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists a config may hold (files and in-memory data): the
+settings themselves nest 5 deep, an ``openclaw.json`` around them a few more, and a deeper
+one is refused before anything recurses into it (100,000 levels would exhaust the stack)."""
+
+
+def _key_problems(data: object, path: str = "", depth: int = 0) -> list[str]:
+    """Non-string keys anywhere in ``data`` (they would break keyword construction), and
+    nesting deeper than :data:`MAX_DEPTH`."""
+    if depth >= MAX_DEPTH and isinstance(data, Mapping | list):
+        return [
+            f"{path or '(top level)'}: nested more than {MAX_DEPTH} levels deep; settings "
+            "nest at most 5 levels, flatten the value"
+        ]
     problems = []
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            problems += _key_problems(item, f"{path}[{i}]", depth + 1)
     for key, value in data.items() if isinstance(data, Mapping) else ():
         if not isinstance(key, str):
             problems.append(f"{path or '(top level)'}: key {key!r} must be a string")
         else:
-            problems += _key_problems(value, f"{path}.{key}" if path else key)
+            problems += _key_problems(value, f"{path}.{key}" if path else key, depth + 1)
     return problems
 
 

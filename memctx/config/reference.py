@@ -68,6 +68,16 @@ error naming its path and the nearest valid name, a value of the wrong type is r
 file's with its line and column when it does not parse. A `memctx eval` run records the
 settings given explicitly (file and `--set`) in its `summary.json` (`config.overrides`, dotted
 camelCase keys), so the summary alone reproduces the run.
+
+Every number has a range, shown in the Type column, and a value outside it is refused with
+the setting's path and the range. The ranges are wide enough for any real use and refuse
+the values that would break memctx: token budgets go up to 10,000,000 (5x the largest
+context window sold today), character sizes up to 100,000,000 (100 MB of text), message,
+turn and item counts up to 10,000, shares and weights stay within [0, 1], and a setting with
+a tighter range says why. Settings that depend on the model's window (`reserveTokens`,
+`hardCapTokens`, `recallWindowRatio`, `protectedRecentMessages`) cannot be checked
+against it in a file; whatever they are, what `on_context` sends fits the window. A config
+file is at most 4 MiB and nested at most 64 levels deep.
 """
 
 _ROLE = re.compile(r":(\w+):`~?([^`]+)`")

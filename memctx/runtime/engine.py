@@ -11,7 +11,9 @@
 3. if the context is over ``safe_limit = window − reserve − cap`` and the query has ≥ 3
    characters, smart-trim it (BM25 against the query, then oldest first, then pairing
    repair). Beyond the seed: a context over the *window itself* is trimmed even with a short
-   query (oldest first), because sending it would fail outright;
+   query (oldest first), because sending it would fail outright. When the messages
+   ``protectedRecentMessages`` protects do not fit the window, fewer are protected, down
+   to the last one (``protected_messages_unprotected``);
 4. archive what was trimmed. With a cheap embedder (hash) this happens before the search, so
    a message trimmed this turn is recallable this turn (the seed's known limitation). With the
    transformer, segments are embedded on the background worker; until then they are found by
@@ -19,7 +21,9 @@
 5. search details (raw store) and knowledge; segments still in the context are skipped
    (:mod:`memctx.runtime.recall_step`);
 6. if a fact matches or the best detail scores at least ``autoRecallMinBestScore``, build
-   the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)`` and
+   the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)``, or
+   under what the kept messages leave of ``window − reserve`` when that is less
+   (``recall_cap_reduced``), and
    insert it where ``recallPlacement`` says: just before the latest user request by
    default (the prefix before it stays in the prompt cache), after the system prompt and a
    compaction summary (the seed's place), or at the end;
@@ -49,6 +53,7 @@ refuses, a non-dict in a compaction batch) is skipped and counted; the rest is a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -66,7 +71,15 @@ from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_
 from memctx.recall import build_query, insert_recall
 from memctx.retrieval import Embedder, SearchParams
 from memctx.store import resolve_store_dir
-from memctx.trim import IntArray, PruningSession, ReadInfos, TrimCache, trim_read
+from memctx.trim import (
+    IntArray,
+    PruningSession,
+    ReadInfos,
+    SessionState,
+    TrimCache,
+    TrimResult,
+    trim_read,
+)
 
 from .archive import Archive
 from .call_record import CallNotes, ContextCallRecord, fallback_record, freeze_safely
@@ -167,6 +180,17 @@ class MemoryContext:
                 "memctx is disabled by enabled=false in its config (session %s): on_context "
                 "and on_before_compact pass messages through unchanged; drop enabled=false "
                 "(the default is true) or set enabled=true to turn it on",
+                session_id,
+            )
+        elif self.safe_limit == 0:  # the window is known only here: say so once, not per turn
+            logger.warning(
+                "memctx: reserveTokens %d and the recall cap %d leave no room for history in "
+                "the %d-token window (session %s): every message smart trim may drop is dropped "
+                "on every turn, and a recall block gets only what the rest leaves; lower "
+                "reserveTokens, hardCapTokens or recallWindowRatio",
+                self.config.reserve_tokens,
+                self.recall_cap,
+                self.window,
                 session_id,
             )
 
@@ -406,16 +430,7 @@ class MemoryContext:
         if total > self.safe_limit and (len(query.strip()) >= 3 or overflow):
             if turn_at is not None:  # recalled blocks dropped: smart trim reads ``base``
                 state = cache.read(base, count)
-            result = trim_read(
-                base,
-                state,
-                query,
-                self.safe_limit,
-                cache=cache,
-                protected_recent=self.config.protected_recent_messages,
-                count_tokens=count,
-                force=overflow,
-            )
+            result = self._trim_to_fit(base, state, query, overflow)
             kept = result.kept
             total = result.tokens_after
             # Without a removal smart trim may have returned early, before its repair.
@@ -439,9 +454,13 @@ class MemoryContext:
                 query = build_query(kept, infos)
         notes.query = query
         block = None
-        if len(query.strip()) >= 3:
+        room = self._recall_room(kept, total) if len(query.strip()) >= 3 else 0
+        if len(query.strip()) >= 3 and room < self.recall_cap:
+            self._counts["recall_cap_reduced"] += 1  # the kept messages leave less room
+        if room > 0:
             try:
-                block = self._recall(query, kept, self._archive.segments_in(kept_keys, unread))
+                in_context = self._archive.segments_in(kept_keys, unread)
+                block = self._recall(query, kept, in_context, room)
             except Exception as exc:  # no recall this turn is better than no turn
                 self._degraded("recall", exc)
         out = insert_recall(kept, block, infos, self.config.recall_placement)
@@ -469,6 +488,63 @@ class MemoryContext:
         self._finish(out, total)
         return out
 
+    def _trim_to_fit(
+        self, base: list[dict[str, Any]], state: SessionState, query: str, force: bool
+    ) -> TrimResult:
+        """Smart trim of ``base`` under :attr:`safe_limit`, and within the window whatever
+        ``protectedRecentMessages`` says.
+
+        When the messages the setting protects do not fit the window even after the
+        oversized tool results are cut, fewer recent messages are protected (half as many
+        each time, down to the last one) and the oldest of them are trimmed and archived
+        like any other: so a large setting (or a long recent exchange) never sends more than
+        the window. What stays protected whatever the setting (system messages, a compaction
+        summary, the last tool call with its results, the last message) can still exceed
+        it; then the oversized cut and ``over_window`` are the last word.
+        """
+        protected = self.config.protected_recent_messages
+        while True:
+            result = trim_read(
+                base,
+                state,
+                query,
+                self.safe_limit,
+                cache=self._trim_cache,
+                protected_recent=protected,
+                count_tokens=self._tokens.count_message,
+                force=force,
+            )
+            if protected <= 1 or self._fits_window(result.kept, result.tokens_after):
+                return result
+            if protected == self.config.protected_recent_messages:
+                self._counts["protected_messages_unprotected"] += 1  # once per call
+            protected = max(1, min(protected, len(base)) // 2)
+            force = True  # dropping protected messages is about the window, not the query
+
+    def _fits_window(self, messages: list[dict[str, Any]], tokens: int) -> bool:
+        """Whether ``messages`` fit the window once their oversized tool results are cut
+        (the last step of :meth:`_context_read`)."""
+        if tokens <= self.window:
+            return True
+        limit = self.window - self.config.reserve_tokens
+        cut = cut_oversized_results(
+            messages, tokens, self.window, limit, self._tokens.count_message
+        )
+        return cut[1] <= self.window
+
+    def _recall_room(self, kept: list[dict[str, Any]], tokens: int) -> int:
+        """Tokens the recall block may take this turn: its cap, or less when the kept
+        messages leave less of ``window - reserveTokens`` (they are over :attr:`safe_limit`
+        when protected messages could not be trimmed, or ``recallWindowRatio`` is so large
+        that the cap is most of the window). Oversized tool results count as the cut leaves
+        them, with room for the whole cap, as before. 0 or less: no block."""
+        limit = self.window - self.config.reserve_tokens
+        if tokens > limit:
+            count = self._tokens.count_message
+            budget = limit - self.recall_cap
+            tokens = cut_oversized_results(kept, tokens, self.window, budget, count)[1]
+        return min(self.recall_cap, limit - tokens)
+
     def _finish(self, out: Sequence[Any], total: int) -> None:
         """Freeze the call's notes into :attr:`last_call` (a failure there costs the record
         its detail, counted, never the turn)."""
@@ -480,15 +556,21 @@ class MemoryContext:
             self._last_call, self._notes = record, None
 
     def _recall(
-        self, query: str, kept: Sequence[dict[str, Any]], in_context: Collection[int]
+        self,
+        query: str,
+        kept: Sequence[dict[str, Any]],
+        in_context: Collection[int],
+        cap: int | None = None,
     ) -> dict[str, Any] | None:
-        """The recall message for this turn, or ``None`` when nothing relevant fits
+        """The recall message for this turn, at most ``cap`` tokens (the recall cap when
+        ``None``), or ``None`` when nothing relevant fits
         (:func:`memctx.runtime.recall_step.recall_turn`). ``in_context`` holds the raw-store
         keys of the archived segments whose message is being sent: the model sees them
         already."""
-        block, found = recall_turn(
-            self._archive, self._recall_setup, query, kept, in_context, self._tokens
-        )
+        setup = self._recall_setup
+        if cap is not None and cap < setup.cap:
+            setup = dataclasses.replace(setup, cap=cap)
+        block, found = recall_turn(self._archive, setup, query, kept, in_context, self._tokens)
         for part in found.unavailable:  # knowledge_unavailable, raw_store_unavailable
             self._counts[f"{part}_unavailable"] += 1
         if self._notes is not None:

@@ -8,7 +8,7 @@ May import: the foundations and the mechanisms (:mod:`memctx.retrieval`, :mod:`m
 
 from __future__ import annotations
 
-from .cache import IntArray, MessageFacts, TrimCache
+from .cache import IntArray, MessageFacts, SessionState, TrimCache
 from .pruning import (
     PruneResult,
     PruningSession,

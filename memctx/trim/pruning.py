@@ -153,7 +153,7 @@ def prune_tool_results(
         if len(text) <= soft.max_chars or is_cut_middle(text, soft.head_chars, soft.tail_chars):
             continue
         cut = cut_middle(text, soft.head_chars, soft.tail_chars)
-        if cut is not text:
+        if len(cut) < len(text):  # pruning saves room: a cut with its note must be shorter
             edit(k, cut)
             trimmed += 1
     cleared = 0
@@ -166,7 +166,7 @@ def prune_tool_results(
         for k, text in enumerate(texts):
             if total < config.hard_clear_ratio * window:
                 break
-            if text != hard.placeholder:
+            if len(hard.placeholder) < len(text):  # a longer placeholder would add tokens
                 edit(k, hard.placeholder)
                 cleared += 1
     if not trimmed and not cleared:

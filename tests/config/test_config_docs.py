@@ -53,7 +53,8 @@ def test_every_setting_has_a_row_with_its_default_and_meaning() -> None:
 def test_types_and_allowed_values_are_shown() -> None:
     page = config_reference()
     assert '| `embeddingModel` | `"hash"` \\| `"transformer"` | `"hash"` |' in page
-    assert "| `hardCapTokens` | integer > 0 | `4000` |" in page
+    assert "| `hardCapTokens` | integer in [1, 10,000,000] | `4000` |" in page
+    assert "| `maxSegments` | integer in [1, 1,000,000] | `20000` |" in page
     assert "| `recallWindowRatio` | number in (0, 1] | `0.1` |" in page
     assert "| `enabled` | boolean | `true` |" in page
     assert "| `contextPruning.ttl` | duration" in page

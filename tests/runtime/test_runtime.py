@@ -449,8 +449,9 @@ def test_segment_keys_answer_like_a_dict_of_tuples(
 
 
 def test_a_broken_pair_is_repaired_when_nothing_could_be_trimmed(tmp_path: Path) -> None:
-    # Over the window, but every message is protected: smart trim returns early, before
-    # its own repair, so the hook must still repair the unanswered call.
+    # Over the window less the reserve (within the window itself), but every message is
+    # protected: smart trim returns early, before its own repair, so the hook must still
+    # repair the unanswered call.
     call = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
     msgs = [
         {"role": "user"},
@@ -459,12 +460,13 @@ def test_a_broken_pair_is_repaired_when_nothing_could_be_trimmed(tmp_path: Path)
         {"role": "assistant", "content": "done again"},
     ]
     with MemoryContext(
-        cfg(knowledge_extraction=False),
+        cfg(knowledge_extraction=False, reserve_tokens=1),
         store_dir=tmp_path / "store",
         session_id="s1",
-        context_window_tokens=1,
+        context_window_tokens=estimate_messages_tokens(msgs),
     ) as mem:
         out = mem.on_context(msgs)
+        assert estimate_messages_tokens(msgs) > mem.window - mem.config.reserve_tokens
         assert pairing_violations(out) == [] and out == [msgs[0], *msgs[2:]]
         assert mem.stats()["counts"]["pairing_repairs"] == 1
         assert mem.on_context(out) == out
