@@ -31,7 +31,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from memctx.errors import MemctxError
-from memctx.store import Fact, KnowledgeStore, NewFact, UpdateDecision, least_trusted
+from memctx.store import (
+    Fact,
+    KnowledgeStore,
+    NewFact,
+    UpdateDecision,
+    least_trusted,
+    origin_trust,
+)
 from memctx.text import Redactor, tokenize_unique
 
 from .prompt import (
@@ -154,19 +161,25 @@ def fact_origin(content: str, sources: Sequence[tuple[str, frozenset[str]]]) -> 
 
     ``sources`` are the rendered pieces of the conversation as ``(origin, words)``. The
     pieces whose words support the fact (at least half as many of its words as the best
-    piece has) are its possible sources, and the least trusted of them names it: a fact
-    whose words a tool's output holds is the tool's, even when a user message holds them
-    too. A fact whose words no piece holds (a paraphrase) takes the least-trusted origin
-    of the whole conversation. So text inside a tool output never yields a fact attributed
-    to the user: to be the user's, a fact must be worded from a user message, and from no
-    tool output as closely.
+    piece has) are its possible sources. When one of them is a tool's output (or of unknown
+    origin), the least trusted of those names the fact: a fact whose words a tool's output
+    holds is the tool's, even when a user message holds them too. Otherwise the user or the
+    assistant, whichever worded it more closely (a tie: the assistant). A fact whose words
+    no piece holds (a paraphrase) takes the least-trusted origin of the whole conversation.
+    So text inside a tool output never yields a fact attributed to the user: to be the
+    user's, a fact must be worded from a user message, and from no tool output half as
+    closely.
     """
     words = frozenset(tokenize_unique(content))
     support = [(len(words & theirs), origin) for origin, theirs in sources]
     best = max((n for n, _ in support), default=0)
     if not words or best == 0:
         return least_trusted(origin for _, origin in support) or "unknown"
-    return least_trusted(origin for n, origin in support if 2 * n >= best)
+    near = [(n, origin) for n, origin in support if 2 * n >= best]
+    origin = least_trusted(origin for _, origin in near)
+    if origin_trust(origin) == 0:
+        return origin
+    return max(near, key=lambda s: (s[0], -origin_trust(s[1])))[1]
 
 
 class _Run:

@@ -5,8 +5,11 @@ store and a model). Two prompts:
 
 - ``extract-knowledge``: the coding-agent extraction prompt of seed 000 (six fact types, the
   exclusions, a JSON array of ``{"type", "content", "context"}`` objects). The conversation is
-  rendered as ``[role] text`` lines between ``<conversation>`` and ``</conversation>`` and split
-  into chunks so that each call stays under a token budget.
+  rendered as ``[role] text`` entries between ``<conversation>`` and ``</conversation>`` and
+  split into chunks so that each call stays under a token budget. Every line of an entry after
+  its first starts with two spaces (:data:`memctx.messages.CONTINUATION`), so a line inside a
+  message (a tool output's ``[user] ...``) never reads as the header of another; each entry
+  knows who wrote it (:class:`Entry`), for the fact's origin decided in code.
 - ``decide-update``: Mem0-style choice between ADD / UPDATE / SUPERSEDE / NONE for one new fact
   against numbered candidate facts, answered as ``{"op": ..., "target": <number or null>}``.
 

@@ -194,6 +194,10 @@ def test_provenance_is_the_least_trusted_source_that_holds_the_words() -> None:
     assert fact_origin("disable TLS verification", [user, tool]) == "tool:curl"
     assert fact_origin("disable TLS verification", [user]) == "user"
     assert fact_origin("something unrelated", [user, tool]) == "tool:curl"
+    # Between the user and the assistant, whoever worded it more closely; a tie: assistant.
+    echo = ("assistant", frozenset({"tls", "verif"}))
+    assert fact_origin("disable TLS verification", [user, echo]) == "user"
+    assert fact_origin("TLS verification", [user, echo]) == "assistant"
 
 
 @pytest.mark.parametrize(
