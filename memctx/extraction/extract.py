@@ -15,7 +15,9 @@ Seed 000's pipeline, run after compaction on the messages that left the context:
    DELETE is refused (treated as NONE): the seed disables it because an LLM may hallucinate
    deleting a valid fact. With memctx's offline model the rule-based
    :func:`memctx.store.knowledge_rules.decide_update` decides, with no model call.
-5. :meth:`memctx.store.knowledge.KnowledgeStore.apply`.
+5. :meth:`memctx.store.knowledge.KnowledgeStore.apply`, with the fact's ``origin``: the kind
+   of message it came from, decided here in code (:func:`fact_origin`), never taken from
+   the model's answer, whose ``context`` is only its own words.
 
 Model failures never raise: every outcome is a counter in :class:`ExtractionReport`.
 """
@@ -29,7 +31,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from memctx.errors import MemctxError
-from memctx.store import Fact, KnowledgeStore, NewFact, UpdateDecision
+from memctx.store import (
+    Fact,
+    KnowledgeStore,
+    NewFact,
+    UpdateDecision,
+    least_trusted,
+    origin_trust,
+)
 from memctx.text import Redactor, tokenize_unique
 
 from .prompt import (
@@ -43,7 +52,7 @@ from .prompt import (
     parse_decision,
     parse_facts,
     prompt_overhead_tokens,
-    render_messages,
+    render_entries,
     repair_messages,
 )
 
@@ -53,6 +62,7 @@ __all__ = [
     "CompletionResponse",
     "ExtractionReport",
     "extract_and_update",
+    "fact_origin",
 ]
 
 logger = logging.getLogger("memctx")
@@ -146,6 +156,32 @@ def _mostly_marker(text: str) -> bool:
     return marked > 0 and 2 * marked >= len("".join(text.split()))
 
 
+def fact_origin(content: str, sources: Sequence[tuple[str, frozenset[str]]]) -> str:
+    """The kind of message a fact was extracted from, decided from the text, not the model.
+
+    ``sources`` are the rendered pieces of the conversation as ``(origin, words)``. The
+    pieces whose words support the fact (at least half as many of its words as the best
+    piece has) are its possible sources. When one of them is a tool's output (or of unknown
+    origin), the least trusted of those names the fact: a fact whose words a tool's output
+    holds is the tool's, even when a user message holds them too. Otherwise the user or the
+    assistant, whichever worded it more closely (a tie: the assistant). A fact whose words
+    no piece holds (a paraphrase) takes the least-trusted origin of the whole conversation.
+    So text inside a tool output never yields a fact attributed to the user: to be the
+    user's, a fact must be worded from a user message, and from no tool output half as
+    closely.
+    """
+    words = frozenset(tokenize_unique(content))
+    support = [(len(words & theirs), origin) for origin, theirs in sources]
+    best = max((n for n, _ in support), default=0)
+    if not words or best == 0:
+        return least_trusted(origin for _, origin in support) or "unknown"
+    near = [(n, origin) for n, origin in support if 2 * n >= best]
+    origin = least_trusted(origin for _, origin in near)
+    if origin_trust(origin) == 0:
+        return origin
+    return max(near, key=lambda s: (s[0], -origin_trust(s[1])))[1]
+
+
 class _Run:
     """One extraction run: the store, the model, the report being filled."""
 
@@ -156,9 +192,11 @@ class _Run:
         redactor: Redactor,
         session_id: str | None,
         source_ids: tuple[str, ...],
+        sources: Sequence[tuple[str, frozenset[str]]],
     ) -> None:
         self.store, self.client, self.redactor = store, client, redactor
         self.session_id, self.source_ids = session_id, source_ids
+        self.sources = sources
         self.report = ExtractionReport()
 
     # -- model access
@@ -213,7 +251,10 @@ class _Run:
             self.report.secrets_dropped += 1
             return None
         self.report.secrets_redacted += bool(content.hits or context.hits)
-        return NewFact(fact.type, content.text, context.text, self.session_id, self.source_ids)
+        origin = fact_origin(fact.content, self.sources)
+        return NewFact(
+            fact.type, content.text, context.text, self.session_id, self.source_ids, origin
+        )
 
     def candidates(self, new: NewFact) -> list[Fact]:
         """Nearest live facts: keyword-search hits, then same-type facts sharing words."""
@@ -326,9 +367,14 @@ def extract_and_update(
             f"{overhead + _MIN_CONVERSATION_TOKENS}"
         )
     redactor = redactor if redactor is not None else Redactor()
-    run = _Run(store, client, redactor, session_id, tuple(source_ids))
+    rendered = render_entries(messages)
     # The model never sees a secret, so it cannot copy one into a fact.
-    entries = [redactor.redact(entry) for entry in render_messages(messages)]
+    entries = [redactor.redact(entry.text) for entry in rendered]
+    sources = [
+        (entry.origin, frozenset(tokenize_unique(text)))
+        for entry, text in zip(rendered, entries, strict=True)
+    ]
+    run = _Run(store, client, redactor, session_id, tuple(source_ids), sources)
     chunks = chunk_conversation(entries, budget) if entries else []
     run.report.chunks = len(chunks)
     for part, chunk in enumerate(chunks, start=1):

@@ -5,8 +5,11 @@ store and a model). Two prompts:
 
 - ``extract-knowledge``: the coding-agent extraction prompt of seed 000 (six fact types, the
   exclusions, a JSON array of ``{"type", "content", "context"}`` objects). The conversation is
-  rendered as ``[role] text`` lines between ``<conversation>`` and ``</conversation>`` and split
-  into chunks so that each call stays under a token budget.
+  rendered as ``[role] text`` entries between ``<conversation>`` and ``</conversation>`` and
+  split into chunks so that each call stays under a token budget. Every line of an entry after
+  its first starts with two spaces (:data:`memctx.messages.CONTINUATION`), so a line inside a
+  message (a tool output's ``[user] ...``) never reads as the header of another; each entry
+  knows who wrote it (:class:`Entry`), for the fact's origin decided in code.
 - ``decide-update``: Mem0-style choice between ADD / UPDATE / SUPERSEDE / NONE for one new fact
   against numbered candidate facts, answered as ``{"op": ..., "target": <number or null>}``.
 
@@ -24,7 +27,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from memctx.llm import task_marker
-from memctx.messages import BlockKind, RoleKind, estimate_tokens, inspect_message, is_recalled_block
+from memctx.messages import (
+    BlockKind,
+    RoleKind,
+    estimate_tokens,
+    indent_continuation,
+    inspect_message,
+    is_recalled_block,
+    normalize_breaks,
+    safe_label,
+)
 from memctx.store import Fact, FactType, UpdateOp
 from memctx.text import cut_middle, split_text
 
@@ -34,6 +46,7 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "TASK_DECIDE",
     "TASK_EXTRACT",
+    "Entry",
     "ParseError",
     "ProposedFact",
     "chunk_conversation",
@@ -42,6 +55,7 @@ __all__ = [
     "parse_decision",
     "parse_facts",
     "prompt_overhead_tokens",
+    "render_entries",
     "render_messages",
     "repair_messages",
 ]
@@ -173,7 +187,32 @@ def _neutral(text: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One rendered piece of the conversation and who wrote it.
+
+    Attributes:
+        text: ``[role] text``; every line after the first starts with two spaces, so no line
+            of a message reads as the header of another (a tool output's ``[user] ...``).
+        origin: ``user``, ``assistant`` (its text and its tool calls), ``tool:<name>`` or
+            ``tool`` (a tool's output), ``unknown``: decided from the message's role and the
+            block's kind, never from the text.
+    """
+
+    text: str
+    origin: str
+
+
+def _entry(label: str, text: str, origin: str) -> Entry:
+    return Entry(f"[{label}] {indent_continuation(normalize_breaks(text))}".rstrip(), origin)
+
+
 def render_messages(messages: Iterable[object]) -> list[str]:
+    """The texts of :func:`render_entries`."""
+    return [entry.text for entry in render_entries(messages)]
+
+
+def render_entries(messages: Iterable[object]) -> list[Entry]:
     """One ``[role] text`` entry per readable piece of the conversation.
 
     System messages (instructions, not session facts), recalled-context blocks (memctx's own
@@ -181,7 +220,7 @@ def render_messages(messages: Iterable[object]) -> list[str]:
     their arguments, tool results a head + tail excerpt, long fenced code blocks their first
     lines.
     """
-    entries: list[str] = []
+    entries: list[Entry] = []
     names: dict[str, str] = {}  # call id -> tool name: Anthropic results carry only the id
     for message in messages:
         if is_recalled_block(message):
@@ -189,23 +228,29 @@ def render_messages(messages: Iterable[object]) -> list[str]:
         info = inspect_message(message)
         if info.kind is RoleKind.SYSTEM:
             continue
-        role = info.kind.value if info.kind is not RoleKind.UNKNOWN else (info.role or "unknown")
+        known = info.kind is not RoleKind.UNKNOWN
+        role = info.kind.value if known else f"unknown: {safe_label(info.role or '?', '?')}"
         for block in info.blocks:
             text = block.text.strip()
             if block.kind is BlockKind.TEXT and text:
-                label = "tool result" if info.kind is RoleKind.TOOL else role
-                entries.append(f"[{label}] {_neutral(_shrink_code(text))}")
+                is_tool = info.kind is RoleKind.TOOL
+                label = "tool result" if is_tool else role
+                trusted = known and role in ("user", "assistant")
+                origin = "tool" if is_tool else role if trusted else "unknown"
+                entries.append(_entry(label, _neutral(_shrink_code(text)), origin))
             elif block.kind is BlockKind.TOOL_CALL:
                 if block.tool_id and block.tool_name:
                     names[block.tool_id] = block.tool_name
                 args = cut_middle(text, _CALL_ARGS, 0) if text else ""
-                entries.append(f"[assistant tool call: {block.tool_name or '?'}] {args}".rstrip())
+                label = f"assistant tool call: {safe_label(block.tool_name or '?', '?')}"
+                entries.append(_entry(label, _neutral(args), "assistant"))
             elif block.kind is BlockKind.TOOL_RESULT and text:
                 label = "tool error" if block.is_error else "tool result"
-                tool = block.tool_name or names.get(block.tool_id or "", "")
+                tool = safe_label(block.tool_name or names.get(block.tool_id or "", ""), "")
                 name = f": {tool}" if tool else ""
                 body = cut_middle(text, _RESULT_HEAD, _RESULT_TAIL)
-                entries.append(f"[{label}{name}] {_neutral(body)}")
+                origin = f"tool:{tool}" if tool else "tool"
+                entries.append(_entry(f"{label}{name}", _neutral(body), origin))
     return entries
 
 

@@ -32,6 +32,7 @@ from .markers import (
     is_compaction_summary,
     is_recalled_block,
     is_turn_start,
+    recalled_block_body,
     recalled_block_text,
 )
 from .pairing import (
@@ -41,6 +42,15 @@ from .pairing import (
     repair_tool_pairing,
     repair_with_sources,
 )
+
+# The package's interface to the rest of memctx, not user-facing (so not in __all__); the
+# ``as`` form is the explicit re-export the type checker asks for.
+from .quoting import CONTINUATION as CONTINUATION
+from .quoting import indent_continuation as indent_continuation
+from .quoting import normalize_breaks as normalize_breaks
+from .quoting import quote_text as quote_text
+from .quoting import safe_label as safe_label
+from .quoting import unquote_text as unquote_text
 from .tokens import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
@@ -49,9 +59,6 @@ from .tokens import (
     estimate_messages_tokens,
     estimate_tokens,
 )
-
-# The package's interface to the rest of memctx, not user-facing (so not in __all__); the
-# ``as`` form is the explicit re-export the type checker asks for.
 from .units import ToolUnits as ToolUnits
 from .units import tool_spans as tool_spans
 from .units import tool_units as tool_units

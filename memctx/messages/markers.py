@@ -22,6 +22,7 @@ __all__ = [
     "is_compaction_summary",
     "is_recalled_block",
     "is_turn_start",
+    "recalled_block_body",
     "recalled_block_text",
 ]
 
@@ -53,6 +54,14 @@ def recalled_block_text(body: str) -> str:
         body: What goes between the tags (the ``<knowledge>`` and ``<detail>`` sections).
     """
     return f"{_OPEN}{body}{_CLOSE}"
+
+
+def recalled_block_body(text: str) -> str | None:
+    """What :func:`recalled_block_text` put between the tags of ``text``; ``None`` when
+    ``text`` is not such a frame."""
+    if len(text) < len(_OPEN) + len(_CLOSE) or not text.startswith(_OPEN):
+        return None
+    return text[len(_OPEN) : -len(_CLOSE)] if text.endswith(_CLOSE) else None
 
 
 def _sole_text(message: Mapping[str, Any]) -> str | None:

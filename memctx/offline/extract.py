@@ -42,7 +42,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memctx.extraction import CONVERSATION_CLOSE, CONVERSATION_OPEN
-from memctx.messages import message_text
+from memctx.messages import CONTINUATION, message_text
 from memctx.store import FactType
 from memctx.text import CJK_RE, STOPWORDS, Redactor, is_cjk
 
@@ -282,11 +282,18 @@ def _classify(text: str) -> FactType | None:
 def _lines(text: str) -> Iterator[tuple[int, str, str, str]]:
     """``(message number, role, tool name, line)`` per line, from ``[role]`` headers.
 
-    Lines inside code fences are skipped: code is not a fact.
+    A header opens a line; the lines after it (prefixed with
+    :data:`~memctx.messages.CONTINUATION`) are the same message's, whatever they say: a
+    tool output's ``[user] ...`` line is the tool's. Lines inside code fences are skipped:
+    code is not a fact.
     """
     number, role, name, fenced = 0, "text", "", False
-    for raw in text.splitlines():
-        header = _HEADER_RE.match(raw)
+    for raw in text.split("\n"):
+        header = None
+        if raw.startswith(CONTINUATION):
+            raw = raw[len(CONTINUATION) :]
+        else:
+            header = _HEADER_RE.match(raw)
         if header:
             number, role, label = number + 1, header.group(1), header.group(2)
             name = label.split(":", 1)[1].strip() if ":" in label else ""

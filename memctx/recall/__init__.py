@@ -9,12 +9,16 @@ from __future__ import annotations
 from .block import (
     GAP_MARKER,
     RecallBlock,
+    RecalledEntry,
     RecallItem,
     RecallPlacement,
     build_recall_block,
     compact_text,
+    detail_label,
     insert_recall,
+    knowledge_label,
     message_source,
+    parse_recall_block,
     recall_message,
 )
 from .candidates import detail_items, knowledge_items

@@ -4,18 +4,30 @@ Format (seed 000's sections; details grouped by the conversation's own dates)::
 
     <recalled-context source="memory-context">
     <knowledge>
-    - [decision] Use Stripe for payment processing
+    - [decision, from user] Use Stripe for payment processing
+    - [issue, from tool bash] FAILED tests/test_webhook.py::test_replay
     </knowledge>
     <detail>
     [2026-02-10]
     user: where do we verify the webhook signature?
     assistant: Added signature verification in src/payment/webhook.ts ...
     …
-    tool: FAILED tests/test_webhook.py::test_replay - AssertionError
+    tool bash: FAILED tests/test_webhook.py::test_replay - AssertionError
+      E   assert 3 == 4
     [2026-02-12]
-    user: ...
+    Caroline: ...
     </detail>
     </recalled-context>
+
+Archived text is data (:mod:`memctx.messages.quoting`): nothing in it can close the block,
+open a section, or forge a header, a gap marker or a speaker. Every item starts a line with
+its provenance; the lines after the first of a multi-line item start with two spaces, which
+no line memctx writes itself does; ``<`` and its look-alikes are encoded. A detail's label
+says who wrote it, decided from the archived message's role (:func:`detail_label`): ``user``,
+``assistant``, ``system``, ``tool <name>`` for a tool's output (never shown like a user
+line), or a chat participant's ``name`` (sanitised, and never a role word, so a name cannot
+pose as another role). A fact says its type and the kind of message it was extracted from
+(:func:`knowledge_label`). :func:`parse_recall_block` reads a block back into its items.
 
 The text is what the cap pays for, so the format spends it on evidence. A header names each
 day once (``[YYYY-MM-DD]``, UTC, from the archived message's own timestamp; with the session
@@ -49,12 +61,21 @@ from functools import cached_property
 from typing import Any, Literal
 
 from memctx.messages import (
+    CONTINUATION,
     InfoCache,
+    RoleKind,
     estimate_tokens,
+    indent_continuation,
     is_compaction_summary,
     is_turn_start,
     leading_system_count,
+    normalize_breaks,
+    quote_text,
+    recalled_block_body,
     recalled_block_text,
+    role_kind,
+    safe_label,
+    unquote_text,
 )
 
 __all__ = [
@@ -62,10 +83,14 @@ __all__ = [
     "RecallBlock",
     "RecallItem",
     "RecallPlacement",
+    "RecalledEntry",
     "build_recall_block",
     "compact_text",
+    "detail_label",
     "insert_recall",
+    "knowledge_label",
     "message_source",
+    "parse_recall_block",
     "recall_message",
 ]
 
@@ -76,6 +101,50 @@ _FILL_PASSES = 6  # renders of the block to spend what the cost bounds left free
 _TRAILING_WS_CHARS = " \t\r\f\v"
 _TRAILING_WS = re.compile(f"[{_TRAILING_WS_CHARS}]+$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{2,}")
+# Labels a chat participant's name may not take: it would pose as that role.
+_ROLE_WORDS = frozenset(
+    "user assistant system developer tool tools human ai model function unknown".split()
+)
+_TRUSTED_ORIGINS = ("user", "assistant")
+_HEADER_RE = re.compile(r"\[\d{4}-\d{2}-\d{2}(?: session [^\]\n]*)?\]")
+_FACT_RE = re.compile(r"- \[([^\]\n]+)\] (.*)")
+_ITEM_RE = re.compile(r"([^\s:][^:\n]*): ?(.*)")
+
+
+def detail_label(role: str, name: str | None = None) -> str:
+    """Who wrote an archived message, as its recall label, decided from its ``role``.
+
+    A tool's output (any tool-result message: OpenAI ``tool``, Pi ``toolResult``, an
+    Anthropic user message carrying ``tool_result`` blocks, archived with role ``tool``) is
+    ``tool <name>``, ``name`` being the tool's; ``system``; a user or assistant message with a
+    ``name`` (a chat participant, as LoCoMo's speakers) shows the name, sanitised, unless it
+    is a role word (``User``, ``tool bash``), which would pose as that role: then its role.
+    """
+    kind = role_kind({"role": role})
+    if kind is RoleKind.TOOL:
+        return f"tool {safe_label(name or '', '')}".rstrip()
+    if kind is RoleKind.SYSTEM:
+        return "system"
+    base = kind.value if kind is not RoleKind.UNKNOWN else "unknown"
+    if name:
+        label = safe_label(name, "")
+        first = label.split(" ", 1)[0].lower() if label else ""
+        if label and first not in _ROLE_WORDS and not first.startswith("tool"):
+            return label
+    return base
+
+
+def knowledge_label(fact_type: str, origin: str) -> str:
+    """A fact's label: its type and the kind of message it was extracted from (``origin``:
+    ``user``, ``assistant``, ``tool:<name>``; anything else, e.g. a fact stored before
+    memctx recorded origins, is ``unknown``)."""
+    if origin in _TRUSTED_ORIGINS:
+        source = origin
+    elif origin == "tool" or origin.startswith("tool:"):
+        source = f"tool {safe_label(origin[5:], '')}".rstrip()
+    else:
+        source = "unknown"
+    return f"{safe_label(fact_type)}, from {source}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +155,9 @@ class RecallItem:
         kind: ``"knowledge"`` (a fact) or ``"detail"`` (an archived message or chunk).
         text: The fact's content or the segment's text.
         score: Relevance; higher enters first and is dropped last.
-        label: A fact's type (``decision``); a detail's role (``user``, ``assistant``, ``tool``).
+        label: Its provenance: a fact's :func:`knowledge_label` (``decision, from user``), a
+            detail's :func:`detail_label` (``user``, ``tool bash``, a speaker's name). Shown
+            through :func:`memctx.messages.safe_label`, so any string is safe here.
         ref: Where it came from (fact id, segment id), for stats and tests.
         order: Where it sits in time: ``(timestamp, sequence)``, the sequence breaking ties
             between messages of the same moment. Ties in score are broken by it, never by
@@ -118,9 +189,9 @@ class RecallItem:
         """The item as one entry of its section (computed once: the fill and the render
         read it several times)."""
         if self.kind == "knowledge":
-            return f"- [{self.label}] {' '.join(self.text.split())}"
-        text = compact_text(self.text)
-        return f"{self.label}: {text}" if self.label else text
+            return f"- [{safe_label(self.label)}] {quote_text(' '.join(self.text.split()))}"
+        text = indent_continuation(quote_text(compact_text(self.text)))
+        return f"{safe_label(self.label)}: {text}"
 
     def cost(self, count: Callable[[str], int]) -> int:
         """Tokens of :attr:`line`, or a little more: a detail's text is counted before its
@@ -128,7 +199,8 @@ class RecallItem:
         many candidates then costs one count each, not one whitespace pass each."""
         if self.kind == "knowledge" or "line" in self.__dict__:
             return count(self.line)
-        return count(f"{self.label}: {self.text}" if self.label else self.text)
+        shown = indent_continuation(quote_text(normalize_breaks(self.text)))
+        return count(f"{safe_label(self.label)}: {shown}")
 
 
 @dataclass(frozen=True)
@@ -144,10 +216,11 @@ class RecallBlock:
 
 
 def compact_text(text: str) -> str:
-    """Drop whitespace that carries no meaning: trailing spaces, blank lines, both ends."""
-    if "\n" not in text and "\r" not in text:
+    """Drop whitespace that carries no meaning: trailing spaces, blank lines, both ends.
+    Every kind of line break (``\\r``, ``\\u2028``, ...) becomes ``\\n``."""
+    text = normalize_breaks(text)
+    if "\n" not in text:
         return text.strip()  # one line, the usual case: no regex needed
-    text = text.replace("\r\n", "\n")
     # Each regex pass only when it can match: a line ends with a space, a tab, ... (before a
     # line break or at the very end), a line is blank. A recalled tool output of thousands of
     # characters usually has neither, and the passes were most of the block's rendering.
@@ -237,7 +310,7 @@ def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> s
 
 def _header(group: tuple[str, str], multi: bool) -> str:
     session, day = group
-    return f"[{day} session {session}]" if multi else f"[{day}]"
+    return f"[{day} session {safe_label(session)}]" if multi else f"[{day}]"
 
 
 def _fill_details(
@@ -347,6 +420,79 @@ def recall_message(block: RecallBlock, like: Sequence[Any] = ()) -> dict[str, An
     if gemini:
         return {"role": "user", "parts": [{"text": block.text}]}
     return {"role": "user", "content": block.text}
+
+
+@dataclass(frozen=True)
+class RecalledEntry:
+    """One item read back from a block by :func:`parse_recall_block`.
+
+    Attributes:
+        kind: ``"knowledge"`` or ``"detail"``.
+        label: The provenance the block gives it (``decision, from user``, ``tool bash``).
+        text: Its text, decoded (a cut detail ends with ``" …[cut]"``).
+        header: The day header a detail is shown under (``""`` for a fact).
+    """
+
+    kind: Literal["knowledge", "detail"]
+    label: str
+    text: str
+    header: str = ""
+
+
+def parse_recall_block(text: str) -> list[RecalledEntry]:
+    """The items of a block :func:`build_recall_block` wrote, in the order shown.
+
+    Raises:
+        ValueError: ``text`` is not such a block (no exact frame, a line that is no part of
+            the format, sections out of order), naming the line.
+    """
+    body = recalled_block_body(text)
+    if body is None:
+        raise ValueError("not a recall block: the text lacks memctx's exact frame")
+    entries: list[RecalledEntry] = []
+    section = ""
+    done: list[str] = []
+    header = ""
+    lines: list[str] = []  # the open detail's lines
+
+    def close_detail() -> None:
+        if lines:
+            last = entries[-1]
+            entries[-1] = dataclasses.replace(last, text=unquote_text("\n".join(lines)))
+            lines.clear()
+
+    for number, line in enumerate(body.split("\n") if body else [], start=2):
+        if line in ("<knowledge>", "<detail>") and not section and line[1:-1] not in done:
+            if done and line == "<knowledge>":
+                raise ValueError(f"line {number}: <knowledge> after <detail>")
+            section = line[1:-1]
+            continue
+        if section and line == f"</{section}>":
+            close_detail()
+            done.append(section)
+            section = ""
+            continue
+        if section == "knowledge" and (fact := _FACT_RE.fullmatch(line)):
+            entries.append(RecalledEntry("knowledge", fact[1], unquote_text(fact[2])))
+            continue
+        if section == "detail":
+            if line.startswith(CONTINUATION) and lines:
+                lines.append(line[len(CONTINUATION) :])
+                continue
+            if _HEADER_RE.fullmatch(line) or line == GAP_MARKER:
+                close_detail()
+                header = line if line != GAP_MARKER else header
+                if header:
+                    continue
+            elif header and (item := _ITEM_RE.fullmatch(line)):
+                close_detail()
+                entries.append(RecalledEntry("detail", item[1], "", header))
+                lines.append(item[2])
+                continue
+        raise ValueError(f"line {number} of the recall block is no part of its format: {line!r}")
+    if section:
+        raise ValueError(f"the <{section}> section is not closed")
+    return entries
 
 
 RecallPlacement = Literal["after-system", "before-request", "end"]

@@ -9,7 +9,7 @@ from collections.abc import Collection
 from memctx.retrieval import SearchParams
 from memctx.store import KnowledgeStore, RawStore, search_store
 
-from .block import RecallItem, message_source
+from .block import RecallItem, detail_label, knowledge_label, message_source
 
 __all__ = ["detail_items", "knowledge_items"]
 
@@ -17,7 +17,14 @@ __all__ = ["detail_items", "knowledge_items"]
 def knowledge_items(store: KnowledgeStore, query: str, limit: int) -> list[RecallItem]:
     """Live facts matching ``query`` (the store's adaptive keyword threshold), best first."""
     return [
-        RecallItem("knowledge", fact.content, score, fact.type.value, fact.id, (fact.timestamp, 0))
+        RecallItem(
+            "knowledge",
+            fact.content,
+            score,
+            knowledge_label(fact.type.value, fact.origin),
+            fact.id,
+            (fact.timestamp, 0),
+        )
         for fact, score in store.search(query, limit=limit)
     ]
 
@@ -61,7 +68,7 @@ def detail_items(
                     "detail",
                     segment.content,
                     hit.score,
-                    segment.name or segment.role,
+                    detail_label(segment.role, segment.name),
                     segment.id,
                     order,
                     source,

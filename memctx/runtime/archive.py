@@ -43,8 +43,16 @@ import numpy as np
 from memctx import offline  # noqa: F401  (registers memctx/offline with the LLM client)
 from memctx.config import MemoryContextConfig
 from memctx.errors import StoreError
-from memctx.messages import InfoCache, is_recalled_block, message_fingerprint
-from memctx.recall import RecallItem, message_source
+from memctx.messages import (
+    BlockKind,
+    InfoCache,
+    MessageInfo,
+    RoleKind,
+    is_recalled_block,
+    message_fingerprint,
+    safe_label,
+)
+from memctx.recall import RecallItem, detail_label, message_source
 from memctx.retrieval import BM25Index, Embedder, make_embedder
 from memctx.store import (
     KNOWLEDGE_FILE,
@@ -77,6 +85,7 @@ logger = logging.getLogger("memctx")
 _SYNC_MESSAGES = 2_000
 _SYNC_CHARS = 1_000_000
 _BATCH_MESSAGES = 2_000
+_TOOL_NAMES_KEPT = 4_096  # call id -> tool name, for results that carry only the id
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +140,7 @@ class Archive:
         self._held: list[Callable[[], object]] | None = None  # writes queued in a hook
         self.counts: Counter[str] = Counter()
         self.extraction: dict[str, float] = {}
+        self._tool_names: dict[str, str] = {}  # call id -> tool name (the latest calls)
 
     # -- stores ------------------------------------------------------------------------------
 
@@ -301,7 +311,10 @@ class Archive:
             seen: set[Hashable] = set()
             for message, turn in pairs:
                 key = self.key_of(message, known)
-                if self._known(key) or key in seen:
+                if key in seen:  # the same text again in this batch: its call ids still count
+                    self._remember_tools(self._infos.info(message))
+                    continue
+                if self._known(key):
                     continue  # archived on an earlier turn: the usual case, keep it cheap
                 facts = known.get(id(message))
                 if facts.recalled if facts is not None else is_recalled_block(message):
@@ -320,7 +333,8 @@ class Archive:
                     self._seg_of[key] = ()  # nothing to archive; do not look again
                     continue
                 stamp = message_time(message, now)
-                sources.append(_Source(key, role, text, stamp, turn, _speaker(message)))
+                role, name = self._provenance(info, role, message)
+                sources.append(_Source(key, role, text, stamp, turn, name))
         if not sources:
             return []
         now_part, later = _split_for_hook(sources)
@@ -341,6 +355,38 @@ class Archive:
         if held is None:
             self._worker.submit(partial(self._write, keys, items), "archive")
         return []
+
+    def _provenance(
+        self, info: MessageInfo, role: str, message: Mapping[str, Any]
+    ) -> tuple[str, str | None]:
+        """Who wrote the message, as the store keeps it: its role and name.
+
+        A message carrying any tool result is archived as role ``tool`` named after its
+        tool(s), whatever its own role (an Anthropic ``tool_result`` comes in a ``user``
+        message): the least-trusted author of its text names all of it, so text a tool
+        returned is never recalled as the user's. The tool's name is the result's own, or
+        the matching call's (remembered from the calls archived before it).
+        """
+        if info.kind is not RoleKind.TOOL and not info.has_tool_results:
+            self._remember_tools(info)
+            return role, _speaker(message)
+        names = [
+            b.tool_name or self._tool_names.get(b.tool_id or "", "")
+            for b in info.blocks
+            if b.kind is BlockKind.TOOL_RESULT
+        ]
+        name = safe_label(",".join(dict.fromkeys(n for n in names if n)), "")
+        return "tool", name or None
+
+    def _remember_tools(self, info: MessageInfo) -> None:
+        """Note the tool name of every call ``info`` makes, by call id (the latest kept)."""
+        if not info.has_tool_calls:
+            return
+        for block in info.blocks:
+            if block.kind is BlockKind.TOOL_CALL and block.tool_id and block.tool_name:
+                self._tool_names[block.tool_id] = block.tool_name
+                if len(self._tool_names) > _TOOL_NAMES_KEPT:
+                    del self._tool_names[next(iter(self._tool_names))]
 
     def _items(self, sources: Sequence[_Source]) -> tuple[list[Hashable], list[dict[str, Any]]]:
         """The segments of ``sources`` (redacted, bounded, chunked); oversized middles are
@@ -495,7 +541,7 @@ class Archive:
                         "detail",
                         text,
                         weighted,
-                        item["name"] or item["role"],
+                        detail_label(item["role"], item["name"]),
                         f"pending:{i}",
                         order,
                         source,

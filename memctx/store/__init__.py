@@ -11,6 +11,8 @@ from .checksum import ChecksumError
 from .files import StoreFileError, open_in_store, read_regular, refused_paths, resolve_store_dir
 from .knowledge import KNOWLEDGE_FILE, KnowledgeStore
 from .knowledge_rules import Fact, FactType, NewFact, UpdateDecision, UpdateOp, decide_update
+from .knowledge_rules import least_trusted as least_trusted
+from .knowledge_rules import origin_trust as origin_trust
 from .memory_files import MemoryChunk, MemoryFiles, MemoryHit
 from .memory_search import MAX_LIMIT, memory_search, search_store
 from .payloads import OUTPUT_DIR, OutputRef, read_output_ref, write_output_ref

@@ -1,8 +1,10 @@
 """The knowledge store: short extracted facts in ``knowledge.jsonl``, updated Mem0-style.
 
-Records are ``{id, type, content, context, timestamp, supersededBy?, sessionId?, source?}``
-(DESIGN.md's fields; ``timestamp`` in epoch seconds; the optional keys are written only when
-set, ``source`` listing provenance such as segment ids).
+Records are ``{id, type, content, context, timestamp, supersededBy?, sessionId?, source?,
+origin?}`` (DESIGN.md's fields; ``timestamp`` in epoch seconds; the optional keys are written
+only when set, ``source`` listing provenance such as segment ids, ``origin`` the kind of
+message the fact was extracted from: ``user``, ``assistant``, ``tool:<name>``, decided by
+extraction's code, not by its model; records written before it existed load as unknown).
 
 The file is an append-only log: every change (ADD, UPDATE in place, SUPERSEDE) appends the
 *full* new version of each record it touches and, on load, the last record per id wins. A crash
@@ -49,6 +51,7 @@ from .knowledge_rules import (
     UpdateDecision,
     UpdateOp,
     decide_update,
+    least_trusted,
     required_matches,
 )
 
@@ -121,11 +124,21 @@ class KnowledgeStore(KnowledgeLog):
                 timestamp=now,
                 session_id=new.session_id or target.session_id,
                 source=sources,
+                # The text may carry what both said: the less trusted source names it.
+                origin=least_trusted((target.origin, new.origin)),
             )
             self._append([written])
             return self._facts.get(written.id)
         fresh = Fact(
-            str(uuid.uuid4()), new.type, content, context, now, None, new.session_id, new.source
+            str(uuid.uuid4()),
+            new.type,
+            content,
+            context,
+            now,
+            None,
+            new.session_id,
+            new.source,
+            new.origin,
         )
         batch = [fresh]
         if target is not None:  # SUPERSEDE: the new fact first, so a crash never hides both

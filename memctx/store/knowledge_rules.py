@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from enum import StrEnum
@@ -61,6 +62,8 @@ __all__ = [
     "UpdateDecision",
     "UpdateOp",
     "decide_update",
+    "least_trusted",
+    "origin_trust",
     "required_matches",
 ]
 
@@ -91,6 +94,7 @@ class NewFact:
     context: str = ""
     session_id: str | None = None
     source: tuple[str, ...] = ()
+    origin: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "type", FactType(self.type))
@@ -120,6 +124,7 @@ class Fact:
     superseded_by: str | None = None
     session_id: str | None = None
     source: tuple[str, ...] = ()
+    origin: str = ""
 
     @property
     def live(self) -> bool:
@@ -141,6 +146,8 @@ class Fact:
             rec["sessionId"] = self.session_id
         if self.source:
             rec["source"] = list(self.source)
+        if self.origin:
+            rec["origin"] = self.origin
         return rec
 
     @classmethod
@@ -150,7 +157,7 @@ class Fact:
             raise ValueError("record is not an object")
         fid, content, ts = rec.get("id"), rec.get("content"), rec.get("timestamp")
         context, sup, sid = rec.get("context", ""), rec.get("supersededBy"), rec.get("sessionId")
-        source = rec.get("source", [])
+        source, origin = rec.get("source", []), rec.get("origin", "")
         if not (
             isinstance(fid, str)
             and fid
@@ -163,10 +170,23 @@ class Fact:
             and isinstance(sid, str | None)
             and isinstance(source, list)
             and all(isinstance(s, str) for s in source)
+            and isinstance(origin, str)
         ):
             raise ValueError("record has a missing or mistyped field")
         kind = FactType(str(rec.get("type")))
-        return cls(fid, kind, content, context, float(ts), sup, sid, tuple(source))
+        return cls(fid, kind, content, context, float(ts), sup, sid, tuple(source), origin)
+
+
+def origin_trust(origin: str) -> int:
+    """How far a fact's ``origin`` is trusted: the user's own words most, an assistant's
+    next, a tool's output (text anyone could have put there) or an unknown source least."""
+    return 2 if origin == "user" else 1 if origin == "assistant" else 0
+
+
+def least_trusted(origins: Iterable[str]) -> str:
+    """The least-trusted of ``origins`` (ties: the first in sorted order, so the same set
+    gives the same answer); ``""`` (unknown) when there is none."""
+    return min(origins, key=lambda o: (origin_trust(o), o), default="")
 
 
 def required_matches(distinct_query_tokens: int) -> int:

@@ -134,7 +134,8 @@ def test_details_of_several_sessions_name_their_session() -> None:
 def test_whitespace_without_meaning_is_dropped_indentation_kept() -> None:
     block = build_recall_block([], [detail("def f():\n\n    return 1   \n\n", 0.5)], 4000)
     assert block is not None
-    assert "assistant: def f():\n    return 1\n</detail>" in block.text
+    # Lines after an item's first carry the two-space continuation prefix before their own.
+    assert "assistant: def f():\n      return 1\n</detail>" in block.text
 
 
 @settings(max_examples=300, deadline=None)
@@ -152,10 +153,12 @@ def test_compacting_only_drops_whitespace_never_joins_words(text: str) -> None:
     st.text(alphabet=st.sampled_from(list("ab \t\r\n\x0b\x0c\x1c\x85\u2028\u3000")), max_size=60)
 )
 def test_compacting_is_its_two_regex_passes(text: str) -> None:
-    # compact_text skips a pass that cannot match; the result is the passes' own.
+    # compact_text skips a pass that cannot match; the result is the passes' own (after every
+    # kind of line break is written as "\n").
     import re
 
-    lines = re.sub(r"[ \t\r\f\v]+$", "", text.replace("\r\n", "\n"), flags=re.MULTILINE)
+    text = re.sub("\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]", "\n", text)
+    lines = re.sub(r"[ \t]+$", "", text, flags=re.MULTILINE)
     assert compact_text(text) == re.sub(r"\n{2,}", "\n", lines).strip()
 
 

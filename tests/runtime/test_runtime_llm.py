@@ -123,5 +123,6 @@ def test_the_engine_uses_a_real_model_in_the_background(tmp_path: Path) -> None:
         question = [{"role": "user", "content": "which database does the orders service use?"}]
         block = mem.on_context(question)[0]["content"]
         knowledge = block[block.index("<knowledge>") : block.index("</knowledge>")]
-        assert "[decision] Orders service uses SQLite" in knowledge
+        # The user worded the decision (the assistant's echo holds fewer of its words).
+        assert "[decision, from user] Orders service uses SQLite" in knowledge
         assert "instead of MySQL" not in knowledge  # superseded facts are not recalled
