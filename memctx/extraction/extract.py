@@ -328,7 +328,14 @@ def extract_and_update(
     redactor = redactor if redactor is not None else Redactor()
     run = _Run(store, client, redactor, session_id, tuple(source_ids))
     # The model never sees a secret, so it cannot copy one into a fact.
-    entries = [redactor.redact(entry) for entry in render_messages(messages)]
+    # A secret cut over two messages is masked in both (``redact_across``, on the texts
+    # without their ``[role]`` labels, which would split the join) before each is redacted.
+    rendered = render_messages(messages)
+    labels = [e[: e.index("] ") + 2] if e.startswith("[") and "] " in e else "" for e in rendered]
+    bodies = redactor.redact_across(
+        [e[len(label) :] for e, label in zip(rendered, labels, strict=True)]
+    )
+    entries = [redactor.redact(label + body) for label, body in zip(labels, bodies, strict=True)]
     chunks = chunk_conversation(entries, budget) if entries else []
     run.report.chunks = len(chunks)
     for part, chunk in enumerate(chunks, start=1):
