@@ -20,10 +20,13 @@ __all__ = ["MAX_CANDIDATES", "basic_auth", "decoded_runs", "json_neighbours"]
 
 MAX_CANDIDATES = 32  # per text: runs decoded, and JSON value pairs joined
 _MIN_DECODED = 6
-_B64_RE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{12,4096}={0,2}(?![A-Za-z0-9+/=_\-])")
-_HEX_RE = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}){8,2048}(?![0-9A-Za-z])")
+# A run of base64 (either alphabet) or hex characters, read whole (the class holds both):
+# one pass over the text; a run over 4 KiB is a blob (an image, a signature), not decoded.
+_RUN_RE = re.compile(r"[A-Za-z0-9+/_\-]{12,}={0,2}")
+_MAX_RUN = 4096
 _HEXISH = frozenset("0123456789abcdefABCDEF")
 _URLSAFE = str.maketrans("-_", "+/")
+_STANDARD, _URLSAFE_CHARS = frozenset("+/"), frozenset("-_")
 # ``user:password`` (what HTTP basic auth encodes): a name, a colon, a password of 4+
 # characters that is not only digits (``host:8080`` is an address).
 _BASIC_AUTH_RE = re.compile(r"[\w.@+\-]{1,64}:(?=[^\s:]*[^\s:0-9])[^\s:]{4,128}")
@@ -54,27 +57,31 @@ def _b64(run: str) -> str | None:
 
 def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, decoded)`` for the base64 and hex runs of ``text`` that decode to
-    readable text: at most :data:`MAX_CANDIDATES` of each kind, none over 4 KiB.
+    readable text: at most :data:`MAX_CANDIDATES` runs tried, none over 4 KiB.
 
-    A base64 run must mix upper and lower case (words and identifiers do not decode to text
-    anyway, and need not be tried); a pure hex run is read as hex only (git SHAs and hashes
-    decode to bytes that are not text, so they are never masked by this).
+    A pure hex run is read as hex only: git SHAs and hashes decode to bytes that are not
+    text, so they are never masked by this. Another run must mix upper and lower case
+    (words and names are not base64 of text) and use one base64 alphabet (``+/`` or
+    ``-_``, not both: a path such as ``src/my_module``).
     """
     tried = 0
-    for m in _B64_RE.finditer(text):
+    for m in _RUN_RE.finditer(text):
         run = m.group()
-        if set(run) <= _HEXISH or run.isupper() or run.islower():
+        if len(run) > _MAX_RUN:
             continue
+        chars = set(run)
+        if chars <= _HEXISH:
+            if len(run) % 2:
+                continue
+            data: bytes | None = bytes.fromhex(run)
+        elif run.isupper() or run.islower() or (chars & _STANDARD and chars & _URLSAFE_CHARS):
+            continue
+        else:
+            data = None
         tried += 1
         if tried > MAX_CANDIDATES:
             break
-        decoded = _b64(run)
-        if decoded is not None:
-            yield m.start(), m.end(), decoded
-    for i, m in enumerate(_HEX_RE.finditer(text)):
-        if i >= MAX_CANDIDATES:
-            break
-        decoded = _readable(bytes.fromhex(m.group()))
+        decoded = _readable(data) if data is not None else _b64(run)
         if decoded is not None:
             yield m.start(), m.end(), decoded
 
