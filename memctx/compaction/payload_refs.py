@@ -151,7 +151,9 @@ def persist_oversized_tool_results(
                 continue  # a preview and notice no shorter than the text save nothing
             try:
                 name = ref.tool_name or names.get(ref.tool_id or "", "a tool")
-                written = _keep(store_dir, planned, content, _what(name, ref.tool_id, len(text)))
+                written = _keep(
+                    store_dir, planned, content, mask(_what(name, ref.tool_id, len(text)))
+                )
             except (StoreError, OSError) as exc:
                 failed.append(f"{ref.tool_id or f'message {i}'}: {exc}")
                 continue

@@ -46,7 +46,25 @@ Rules, most specific first (the table is :mod:`memctx.text.redaction_rules`):
   (``PASSWORD 'pw'``, ``IDENTIFIED BY 'pw'``).
 - ``secret_value`` (keyed values, below), ``secret_context`` (a random-looking value of 12+
   characters said after a secret's name: ``the token is ...``, ``API key: ...``,
-  ``rotated the password to ...``) and ``high_entropy`` (below).
+  ``rotated the password to ...``, ``the staging signing key is ...``, ``the salt is ...``)
+  and ``high_entropy`` (below).
+- ``encoded_secret`` (:mod:`memctx.text.redaction_encoded`): a base64 (either alphabet) or
+  hex run whose decoded text is ``user:password`` or holds a secret by the rules above
+  (base64 of an AWS key pair, hex of a token), masked as written; at most 32 runs of at most
+  4 KiB are decoded per text. A token cut over two neighbouring JSON string values
+  (``{"a": "ghp_x...", "b": "...yz"}``) is masked in both, under its own rule's name.
+
+Secrets cut over two texts (messages of one batch, blocks of one message, speakers' names)
+are caught by :meth:`Redactor.redact_across`, which joins the tail of each text to the head
+of the next and masks in both what only the join reveals.
+
+A key that names a secret and starts a line (``.env``, ``export``, YAML, a JSON member, a
+shell command, a string value) takes any literal, whatever it looks like:
+``SIGNING_SALT=plainwords``, ``SENTRY_DSN=https://k@o1.ingest.sentry.io/1``,
+``"private_key_id": "7f3a..."``, ``SESSION_COOKIE=...``, ``NPM_AUTH: ...``; its last word is
+``salt``, ``dsn``, ``cookie``, ``auth``, a ``private``/``access``/``signing``... ``key_id``, or
+any word below. Values that are not literals (references, keywords, type words, calls, file
+paths, short numbers, names) are left, as below.
 
 ``secret_value`` is a value given to a key that names a secret: its last word is ``password``,
 ``passwd``, ``passphrase``, ``pass``, ``pwd``, ``secret``, ``token``, ``api_key``/``apikey``,

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from strategies import examples
 
 from memctx import MemoryContextConfig
+from memctx.compaction import persist_oversized_tool_results
+from memctx.config import PlannerConfig
 from memctx.retrieval import HashEmbedder
 from memctx.runtime import MemoryContext
 from memctx.text import Redactor, redact
@@ -226,3 +228,15 @@ _ORDINARY = (
 def test_ordinary_text_is_not_masked() -> None:
     for text in _ORDINARY:
         assert redact(text) == text, text
+
+
+def test_tool_name_and_call_id_of_a_kept_payload_are_masked(tmp_path: Path) -> None:
+    call = {"id": GITHUB, "type": "function", "function": {"name": GITHUB, "arguments": "{}"}}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": GITHUB, "content": "zebrafish log\n" * 400},
+    ]
+    config = PlannerConfig(toolPayloadMaxChars=2_000, toolPayloadPreviewChars=200)
+    refs = persist_oversized_tool_results(messages, tmp_path, config)
+    assert refs.refs and b"zebrafish" in _disk(tmp_path)
+    assert GITHUB.encode() not in _disk(tmp_path)
