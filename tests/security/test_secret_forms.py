@@ -240,3 +240,22 @@ def test_tool_name_and_call_id_of_a_kept_payload_are_masked(tmp_path: Path) -> N
     refs = persist_oversized_tool_results(messages, tmp_path, config)
     assert refs.refs and b"zebrafish" in _disk(tmp_path)
     assert GITHUB.encode() not in _disk(tmp_path)
+
+
+_PLAIN_WORDS = st.sampled_from(
+    "the build failed on main retry cache worker ok parser.py src/app/main.py pad_token"
+    " max_tokens session_id toolu_01Cz2Pnv7qNcnK1Z agent_msg_01QVA9ZtQh v1.2.3 8080".split()
+)
+_IDS = st.one_of(
+    st.uuids().map(str),
+    st.text("0123456789abcdef", min_size=7, max_size=40),  # git SHAs, digests
+    _PLAIN_WORDS,
+)
+
+
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.lists(_IDS, min_size=1, max_size=12).map(" ".join), min_size=2))
+def test_property_joining_ordinary_neighbours_masks_nothing(texts: list[str]) -> None:
+    assert Redactor().redact_across(texts) == texts
+    fields = json.dumps({f"k{i}": t for i, t in enumerate(texts)})
+    assert redact(fields) == fields
