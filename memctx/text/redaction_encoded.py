@@ -24,9 +24,8 @@ _MIN_DECODED = 6
 # one pass over the text; a run over 4 KiB is a blob (an image, a signature), not decoded.
 _RUN_RE = re.compile(r"[A-Za-z0-9+/_\-]{12,}={0,2}")
 _MAX_RUN = 4096
-_HEXISH = frozenset("0123456789abcdefABCDEF")
+_HEX_RUN_RE = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 _URLSAFE = str.maketrans("-_", "+/")
-_STANDARD, _URLSAFE_CHARS = frozenset("+/"), frozenset("-_")
 # ``user:password`` (what HTTP basic auth encodes): a name, a colon, a password of 4+
 # characters that is not only digits (``host:8080`` is an address).
 _BASIC_AUTH_RE = re.compile(r"[\w.@+\-]{1,64}:(?=[^\s:]*[^\s:0-9])[^\s:]{4,128}")
@@ -69,15 +68,13 @@ def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
         run = m.group()
         if len(run) > _MAX_RUN:
             continue
-        chars = set(run)
-        if chars <= _HEXISH:
-            if len(run) % 2:
+        data: bytes | None = None
+        if run.islower() or run.isupper() or run.isdigit():  # one case: hex, or not base64
+            if len(run) % 2 or not _HEX_RUN_RE.fullmatch(run):
                 continue
-            data: bytes | None = bytes.fromhex(run)
-        elif run.isupper() or run.islower() or (chars & _STANDARD and chars & _URLSAFE_CHARS):
-            continue
-        else:
-            data = None
+            data = bytes.fromhex(run)
+        elif ("+" in run or "/" in run) and ("-" in run or "_" in run):
+            continue  # both alphabets: a path or a name, not base64
         tried += 1
         if tried > MAX_CANDIDATES:
             break
