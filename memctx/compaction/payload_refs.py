@@ -154,7 +154,7 @@ def persist_oversized_tool_results(
                 continue  # a preview and notice no shorter than the text save nothing
             try:
                 name = ref.tool_name or names.get(ref.tool_id or "", "a tool")
-                what = _what(name, ref.tool_id, len(text))
+                what = mask(_what(name, ref.tool_id, len(text)))
                 written = _keep(store_dir, planned, content, what, root)
             except (StoreError, OSError) as exc:
                 failed.append(f"{ref.tool_id or f'message {i}'}: {exc}")

@@ -369,7 +369,14 @@ def extract_and_update(
     redactor = redactor if redactor is not None else Redactor()
     rendered = render_entries(messages)
     # The model never sees a secret, so it cannot copy one into a fact.
-    entries = [redactor.redact(entry.text) for entry in rendered]
+    # A secret cut over two messages is masked in both (``redact_across``, on the texts
+    # without their ``[role]`` labels, which would split the join) before each is redacted.
+    texts = [entry.text for entry in rendered]
+    labels = [t[: t.index("] ") + 2] if t.startswith("[") and "] " in t else "" for t in texts]
+    bodies = redactor.redact_across(
+        [t[len(label) :] for t, label in zip(texts, labels, strict=True)]
+    )
+    entries = [redactor.redact(label + body) for label, body in zip(labels, bodies, strict=True)]
     sources = [
         (entry.origin, frozenset(tokenize_unique(text)))
         for entry, text in zip(rendered, entries, strict=True)

@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -328,7 +328,7 @@ class Archive:
                     self.counts["bad_messages_skipped"] += 1
                     self._seg_of[key] = ()
                     continue
-                text = archive_text(info)
+                text = archive_text(info, self._redactor)
                 if not text.strip():
                     self._seg_of[key] = ()  # nothing to archive; do not look again
                     continue
@@ -337,6 +337,8 @@ class Archive:
                 sources.append(_Source(key, role, text, stamp, turn, name))
         if not sources:
             return []
+        if self._redactor is not None:
+            sources = _redacted_sources(sources, self._redactor)
         now_part, later = _split_for_hook(sources)
         if later:
             self._queue_later(later)
@@ -628,6 +630,27 @@ def _role(role: str | None) -> str | None:
     for a role the store refuses (``"tool result"``, a NUL, a surrogate)."""
     try:
         return validate_role(role or "unknown")
+    except StoreError:
+        return None
+
+
+def _redacted_sources(sources: list[_Source], redactor: Redactor) -> list[_Source]:
+    """The batch with its speakers' names redacted and the secrets cut over two
+    neighbouring messages masked in both (each text is redacted on its own later)."""
+    texts = redactor.redact_across([src.text for src in sources])
+    names = redactor.redact_across([src.name or "" for src in sources])
+    return [
+        replace(src, text=text, name=_redacted_name(name or None, redactor))
+        for src, text, name in zip(sources, texts, names, strict=True)
+    ]
+
+
+def _redacted_name(name: str | None, redactor: Redactor) -> str | None:
+    """A speaker's name with its secrets masked; dropped if the marker makes it unusable."""
+    if name is None:
+        return None
+    try:
+        return validate_name(redactor.redact(name))
     except StoreError:
         return None
 

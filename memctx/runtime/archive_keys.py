@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from memctx.messages import BlockKind, MessageInfo
 from memctx.retrieval import ranges
+from memctx.text import Redactor
 
 __all__ = ["KeySet", "SegmentKeys", "archive_text", "message_time"]
 
@@ -92,11 +93,12 @@ class SegmentKeys:
         return out
 
 
-def archive_text(info: MessageInfo) -> str:
+def archive_text(info: MessageInfo, redactor: Redactor | None = None) -> str:
     """What a message says, as archived: text, tool calls (name + input) and tool results.
 
     Thinking is left out: it is the model's scratchpad, long and rarely what a later
-    question is about.
+    question is about. With a ``redactor``, a secret cut over two blocks (two text blocks,
+    a text and a tool call) is masked in both; the whole text is still redacted later.
     """
     parts = []
     for block in info.blocks:
@@ -104,6 +106,8 @@ def archive_text(info: MessageInfo) -> str:
             parts.append(f"[tool call] {block.tool_name or 'tool'} {block.text}".rstrip())
         elif block.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT) and block.text:
             parts.append(block.text)
+    if redactor is not None and len(parts) > 1:
+        parts = redactor.redact_across(parts)
     return "\n".join(parts)
 
 

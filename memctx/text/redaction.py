@@ -46,7 +46,25 @@ Rules, most specific first (the table is :mod:`memctx.text.redaction_rules`):
   (``PASSWORD 'pw'``, ``IDENTIFIED BY 'pw'``).
 - ``secret_value`` (keyed values, below), ``secret_context`` (a random-looking value of 12+
   characters said after a secret's name: ``the token is ...``, ``API key: ...``,
-  ``rotated the password to ...``) and ``high_entropy`` (below).
+  ``rotated the password to ...``, ``the staging signing key is ...``, ``the salt is ...``)
+  and ``high_entropy`` (below).
+- ``encoded_secret`` (:mod:`memctx.text.redaction_encoded`): a base64 (either alphabet) or
+  hex run whose decoded text is ``user:password`` or holds a secret by the rules above
+  (base64 of an AWS key pair, hex of a token), masked as written; at most 32 runs of at most
+  4 KiB are decoded per text. A token cut over two neighbouring JSON string values
+  (``{"a": "ghp_x...", "b": "...yz"}``) is masked in both, under its own rule's name.
+
+Secrets cut over two texts (messages of one batch, blocks of one message, speakers' names)
+are caught by :meth:`Redactor.redact_across`, which joins the tail of each text to the head
+of the next and masks in both what only the join reveals.
+
+A key that names a secret and starts a line (``.env``, ``export``, YAML, a JSON member, a
+shell command, a string value) takes any literal, whatever it looks like:
+``SIGNING_SALT=plainwords``, ``SENTRY_DSN=https://k@o1.ingest.sentry.io/1``,
+``"private_key_id": "7f3a..."``, ``SESSION_COOKIE=...``, ``NPM_AUTH: ...``; its last word is
+``salt``, ``dsn``, ``cookie``, ``auth``, a ``private``/``access``/``signing``... ``key_id``, or
+any word below. Values that are not literals (references, keywords, type words, calls, file
+paths, short numbers, names) are left, as below.
 
 ``secret_value`` is a value given to a key that names a secret: its last word is ``password``,
 ``passwd``, ``passphrase``, ``pass``, ``pwd``, ``secret``, ``token``, ``api_key``/``apikey``,
@@ -106,6 +124,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from .redaction_encoded import basic_auth, decoded_runs, json_neighbours
 from .redaction_literals import DIGITS, LOWER, UPPER
 from .redaction_rules import RULES, Rule
 
@@ -178,6 +197,19 @@ def _as_whitespace(m: re.Match[str]) -> str:
     return _WS_OF[m.group()[1]]
 
 
+def _merged(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Spans sorted, overlapping ones merged and named after the more specific rule."""
+    found.sort()
+    merged: list[tuple[int, int, int]] = []
+    for start, end, priority in found:
+        if merged and start < merged[-1][1]:
+            s, e, p = merged[-1]
+            merged[-1] = (s, max(e, end), min(p, priority))
+        else:
+            merged.append((start, end, priority))
+    return merged
+
+
 def _secret_span(m: re.Match[str]) -> _Span:
     for group in ("secret", "qv", "uv"):
         if group in m.re.groupindex and m.group(group) is not None:
@@ -247,6 +279,13 @@ class Redactor:
             if (ns := {n for r in self._rules for n in r.needles if (n != n.lower()) == raw})
         )
         self._memo: dict[tuple[frozenset[str], ...], tuple[int, ...]] = {}
+        # Not a rule the loop runs: the name of a base64/hex run whose decoded text is a
+        # secret, and of a JSON value holding part of a token cut over two values.
+        # Ids side by side (``"toolUseID": "agent_msg_01Q…", "parentToolUseID": "toolu_01C…"``)
+        # join into a random-looking run: a join is judged by the rules that name a secret.
+        self._entropy = len(self._rules) - 1 if last else -1
+        self._encoded = len(self._rules)
+        self._rules += (Rule("encoded_secret", re.compile(r"\Z.")),)
         self._key = (
             None
             if fingerprint_key is None
@@ -279,11 +318,12 @@ class Redactor:
             self._memo[key] = active
         return active
 
-    def _spans(self, text: str) -> list[tuple[int, int, int]]:
+    def _spans(self, text: str, nested: bool = False) -> list[tuple[int, int, int]]:
         # Rules read a view in which the JSON escapes of line breaks and tabs are white space
         # of the same length: a command line inside a tool call's JSON arguments
         # (``"cmd": "ls\\ncurl -u app:pw ..."``) starts a line there, not mid-word. Offsets
         # are the input's, so the spans apply to ``text`` itself.
+        given = text
         if "\\" in text:
             text = _JSON_WS_RE.sub(_as_whitespace, text)
         lower = text.lower()
@@ -316,15 +356,74 @@ class Redactor:
                     continue
                 found.append((*span, priority))
                 m = rule.pattern.search(subject, max(m.end(), m.start() + 1))
-        found.sort()
-        merged: list[tuple[int, int, int]] = []
-        for start, end, priority in found:
-            if merged and start < merged[-1][1]:
-                s, e, p = merged[-1]
-                merged[-1] = (s, max(e, end), min(p, priority))
-            else:
-                merged.append((start, end, priority))
-        return merged
+        if not nested:  # JSON values and encoded runs are read as written
+            found += self._disguised(given)
+        return _merged(found)
+
+    def _disguised(self, text: str) -> list[tuple[int, int, int]]:
+        """Secrets the rules miss as written: encoded runs whose decoded text holds one, and
+        the parts of a token cut over two neighbouring JSON string values."""
+        found: list[tuple[int, int, int]] = []
+        for start, end, decoded in decoded_runs(text):
+            if basic_auth(decoded) or self._spans(decoded, nested=True):
+                found.append((start, end, self._encoded))
+        for (a0, a1), (b0, b1) in json_neighbours(text):
+            in_a, in_b = self._joined(text[a0:a1], text[b0:b1], nested=True)
+            found += [(a0 + s, a0 + e, p) for s, e, p in in_a]
+            found += [(b0 + s, b0 + e, p) for s, e, p in in_b]
+        return found
+
+    def _joined(
+        self, a: str, b: str, nested: bool = False
+    ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+        """The spans of ``a`` and of ``b`` that only their join reveals: a token cut in two,
+        a key ending ``a`` whose value starts ``b``. Found in the join but in neither alone
+        (``high_entropy`` is not asked: two ids side by side look random joined)."""
+        border = len(a)
+        alone = {(s, e) for s, e, _ in self._spans(a, nested)}
+        alone |= {(s + border, e + border) for s, e, _ in self._spans(b, nested)}
+        in_a: list[tuple[int, int, int]] = []
+        in_b: list[tuple[int, int, int]] = []
+        for s, e, priority in self._spans(a + b, nested):
+            if (s, e) in alone or priority == self._entropy:
+                continue
+            if s < border:
+                in_a.append((s, min(e, border), priority))
+            if e > border:
+                in_b.append((max(s, border) - border, e - border, priority))
+        return in_a, in_b
+
+    def redact_across(self, texts: list[str], window: int = 256) -> list[str]:
+        """Mask the secrets cut over neighbouring texts (messages of one batch), then return
+        the texts, each still to be redacted on its own.
+
+        The tail of each text is joined to the head of the next (``window`` characters of
+        each) and the rules run on the join; a secret found there but in neither side alone
+        (a token cut in two, ``SIGNING_SALT=`` ending one message and its value starting the
+        next) is masked in both texts. The cost is three scans of ``2 * window`` characters
+        per pair, whatever the texts' length.
+
+        Args:
+            texts: neighbouring texts, in order.
+            window: how many characters of each side the join holds.
+
+        Returns:
+            The texts with the parts of every cut secret masked; the others unchanged.
+        """
+        cuts: list[list[tuple[int, int, int]]] = [[] for _ in texts]
+        for i in range(len(texts) - 1):
+            a, b = texts[i], texts[i + 1]
+            if not a or not b:
+                continue
+            offset = max(0, len(a) - window)
+            in_a, in_b = self._joined(a[offset:], b[:window])
+            cuts[i] += [(offset + s, offset + e, p) for s, e, p in in_a]
+            cuts[i + 1] += in_b
+        out = list(texts)
+        for i, spans in enumerate(cuts):
+            if spans:
+                out[i] = self._render(texts[i], _merged(spans))[0]
+        return out
 
     @staticmethod
     def _accept(

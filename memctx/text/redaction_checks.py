@@ -116,7 +116,7 @@ def env_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
             return None  # ``myTOKEN=``, ``$PASSWORD=``: not an env name
         key = text[start : m.end("suffix")]
     value, quoted = text[span[0] : span[1]], m.group("qv") is not None
-    if not strong_key(key) or value.lower() == key.lower() or named_value(value):
+    if not line_key_names_secret(key) or value.lower() == key.lower() or named_value(value):
         return None  # ``ENV_GITHUB_TOKEN = "GITHUB_TOKEN"``: the name of a variable
     spaced = "pad" in m.re.groupindex and m.group("pad")
     if spaced and not quoted and not literal_value(value):
@@ -402,4 +402,76 @@ def context_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
         return None  # a version, a file name
     if entropy(value) < 3.0:
         return None
+    return start, end
+
+
+# A key that starts a line: of a ``.env`` file (``export K=v``), YAML (``k: v``, ``- k: v``),
+# JSON (``{"k": "v"``, ``, "k": "v"``, also JSON-escaped inside a string), INI (``k = v``), a
+# shell command (``cd x && export K=v``), or a string value (``{"command": "export K=v"}``).
+_LINE_KEY_PLACE_RE = re.compile(
+    r"(?:^|[\n\r{,;]|\\[nr]|&&|(?P<string>[:\[][ \t]*\\*[\"']))"
+    r"[ \t]*(?:export[ \t]+|-[ \t]+)?(?:\\*[\"'])?\Z"
+)
+_KEY_ID_QUALIFIERS = frozenset(
+    "private access secret signing api client encryption master service".split()
+)
+_LINE_WORDS = frozenset({"salt", "dsn", "cookie", "auth"})
+_LINE_COMMENT_RE = re.compile(r"[ \t]+#.*\Z")
+
+
+def line_key_names_secret(key: str) -> bool:
+    """``SIGNING_SALT``, ``SENTRY_DSN``, ``private_key_id``, ``SESSION_COOKIE``, ``_auth``,
+    and every key :func:`strong_key` accepts (``DB_PASSWORD``, ``STRIPE_SECRET``...)."""
+    segs = key_segments(key)
+    if not segs:
+        return False
+    if segs[-1] in _LINE_WORDS:
+        return True
+    if segs[-2:] == ["key", "id"]:
+        return len(segs) >= 3 and segs[-3] in _KEY_ID_QUALIFIERS
+    if segs[-1] == "keyid":
+        return len(segs) >= 2 and segs[-2] in _KEY_ID_QUALIFIERS
+    return strong_key(key)
+
+
+def line_value_check(text: str, m: re.Match[str], span: _Span) -> _Span | None:
+    """A value on a line that assigns a key naming a secret, whatever the value looks like.
+
+    ``SIGNING_SALT=plainwords``, ``SENTRY_DSN=https://k@o1.ingest.sentry.io/1``,
+    ``"private_key_id": "7f3a..."``: the key, not the value's shape, makes it a secret. Only
+    keys that start a line (or a JSON member) count, so code (``f(token=t)``) and prose keep
+    their own, stricter rules; values that are not literals (``$VAR``, ``null``, ``str``,
+    ``get_token()``, a file path, a short number) and names (``"GITHUB_TOKEN"``) are left.
+    """
+    key_end = m.end("key")
+    key = full_key(text, m.start(), key_end)
+    key_start = key_end - len(key)
+    place = _LINE_KEY_PLACE_RE.search(text, max(0, key_start - 96), key_start)
+    if place is None or not line_key_names_secret(key):
+        return None
+    key_quoted = m.group("close").strip("\\") != ""
+    if place.group("string") and key_quoted:
+        return None  # ``?"client_credentials":"clientCredentials"``: a string, not a key
+    if key_quoted and m.group("uv") is not None:
+        return None  # ``{"token": chunk}``: JSON holds quoted values; a bare word is code
+    sep = m.group("sep")
+    if not key_quoted and ":" in sep and not sep.endswith((" ", "\t")):
+        return None  # ``{vault_token:"Token"}``: minified JavaScript; YAML puts a space there
+    if not key_quoted and text[max(0, key_start - 64) : key_start].rstrip(" \t")[-1:] in ("{", ","):
+        return None  # ``f({token: t})``: a JavaScript object; a JSON member's key is quoted
+    start, end = span
+    bare = m.group("uv") is not None
+    if bare:
+        value = _LINE_COMMENT_RE.sub("", text[start:end]).rstrip(" \t,;")
+        end = start + len(value)
+    value = text[start:end]
+    first = value.split(maxsplit=1)[0] if value.strip() else ""
+    if not first or not loose_literal(value) or not loose_literal(first):
+        return None
+    if value.lower() == key.lower() or named_value(value) or elided(value):
+        return None
+    if bare and "=" in sep and " " in sep and IDENT_RE.fullmatch(value):
+        return None  # ``token = tok``: code assigns a variable
+    if bare and ":" in sep and named_value(first):
+        return None  # ``password: SecretStr``, ``token: csrfToken``: a type or a name
     return start, end

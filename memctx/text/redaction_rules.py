@@ -41,6 +41,7 @@ from .redaction_checks import (
     htpasswd_check,
     key_body_check,
     letters_check,
+    line_value_check,
     login_check,
     mixed_check,
     npmrc_check,
@@ -117,6 +118,25 @@ _KEY_WORDS: tuple[tuple[str, str], ...] = (
     (r"credentials?", "cred"),
     (r"key[_-]?data", "key"),
 )
+# A key that names a secret, assigned at the start of a line (env, YAML, JSON, INI): one rule
+# per last word of the key; :func:`line_value_check` reads the key back and takes any literal.
+_LINE_VALUE = (  # a quoted value, or the rest of the line (a YAML passphrase holds spaces)
+    r"(?:(?P<q>\\*[\"'`])(?P<qv>[^\"'`\\\n\r]{1,512}?)(?P=q)|(?P<uv>[^\s\"'`][^\n\r\"'`\\]{0,511}))"
+)
+_LINE_TAIL = rf"(?P<close>\\*[\"'`]?)(?P<sep>[ \t]*(?::|=|:=)[ \t]*){_LINE_VALUE}"
+_LINE_WORDS: tuple[tuple[str, str], ...] = (
+    (r"salt", "salt"),
+    (r"dsn", "dsn"),
+    (r"key_?id", "yid y_id"),
+    (r"cookie", "okie"),
+    (r"auth", "uth"),
+    (r"token", "ken"),
+    (r"secret", "cret"),
+    (r"pass(?:word|wd|phrase)?", "pass"),
+    (r"pwd", "pwd"),
+    (r"key", "key"),
+    (r"credentials?", "cred"),
+)
 _CONTEXT_TAIL = (  # ``token is ...``, ``password was ...``: a value said after a secret's name
     r"(?:\*\*)?(?:[ \t]*(?:(?:is|was|are|now|value|of|to|set to|changed to|rotated to)(?![a-z])"
     r"|->|:))+[ \t]*[`'\"]?(?P<secret>[A-Za-z0-9+/_.~\-]{12,256}=*)"
@@ -129,9 +149,12 @@ _CONTEXT_WORDS: tuple[tuple[str, str], ...] = (
     (r"access[ _-]?key", "key"),
     (r"private[ _-]?key", "key"),
     (r"credentials?", "cred"),
+    (r"(?:signing|encryption|master|deploy|license|session|shared|hmac|cookie)[ _-]?key", "key"),
+    (r"salt", "salt"),
 )
 _ENV_ASSIGN = (  # from the key's last word; :func:`env_check` reads the whole key back
-    r"(?P<suffix>PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|PW|SECRET|TOKEN|KEY|CREDENTIALS?)"
+    r"(?P<suffix>PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|PW|SECRET|TOKEN|KEY|CREDENTIALS?|SALT|DSN"
+    r"|COOKIE|KEY_ID)"
     rf"(?:_?[0-9]{{1,2}})?(?P<pad>[ \t]*)[?:+]?=[ \t]*{_ENV_VALUE}"
 )
 _ENV_SET_TAIL = (  # ``KEY VALUE`` after fish ``set -x``, csh ``setenv``, ``setx``, ``ENV``
@@ -476,7 +499,7 @@ RULES: tuple[Rule, ...] = (
             (r"identified(?:[ \t]+with[ \t]+\w+)?[ \t]+by", "dentified"),
         )
     ),
-    _r("secret_value", _ENV_ASSIGN, "pass pwd _pw cret ken key cred", env_check),
+    _r("secret_value", _ENV_ASSIGN, "pass pwd _pw cret ken key cred salt dsn okie", env_check),
     _r(
         "secret_value",
         r"set(?:x|env)?(?:[ \t]+-[A-Za-z]+)*" + _ENV_SET_TAIL,
@@ -488,6 +511,10 @@ RULES: tuple[Rule, ...] = (
     *(
         _r("secret_value", f"(?P<key>{w}){_KEYED_TAIL}", n, secret_value_check, on_lower=True)
         for w, n in _KEY_WORDS
+    ),
+    *(
+        _r("secret_value", f"(?P<key>{w}){_LINE_TAIL}", n, line_value_check, on_lower=True)
+        for w, n in _LINE_WORDS
     ),
     _r("secret_value", _XML_ELEMENT, "pass pwd cret ken key cred", xml_check, on_lower=True),
     _r("secret_value", _ENV_KEY, "_key _auth", env_key_check),

@@ -243,6 +243,7 @@ def prepare_segment(
     text = clean_text(content)
     if redactor is not None:
         text = redactor.redact(text)
+        name = validate_name(redactor.redact(name)) if name is not None else None
     seg = Segment(
         id=str(uuid.uuid4()),
         session_id=sys.intern(sid),
