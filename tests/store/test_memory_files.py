@@ -186,7 +186,7 @@ def test_bad_settings_are_refused_naming_the_fix(tmp_path: Path) -> None:
 
 def settings(data: dict[str, object]) -> MemorySearchConfig:
     """A ``memorySearch`` section; text caps lifted unless ``data`` sets one."""
-    return MemorySearchConfig.from_dict({"maxInjectedChars": 10**9, **data})
+    return MemorySearchConfig.from_dict({"maxInjectedChars": 10**8, **data})
 
 
 def decay(enabled: bool, half_life_days: float = 30.0) -> MemorySearchConfig:
