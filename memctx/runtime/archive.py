@@ -60,6 +60,7 @@ from memctx.text import Redactor, tokenize
 from memctx.trim import IntArray, MessageFacts
 
 from .archive_keys import KeySet, SegmentKeys, archive_text, message_time
+from .extraction_view import extraction_view
 from .pieces import message_pieces
 from .worker import BackgroundWorker
 
@@ -274,7 +275,14 @@ class Archive:
         """Archive messages about to be compacted, then queue knowledge extraction."""
         ids = self._store(((m, i) for i, m in enumerate(messages)), {})
         if self._config.knowledge_extraction:
-            batch = [m for m in messages if not is_recalled_block(m)]
+            # Extraction reads a bounded view of each message: its calls and tokens are
+            # bounded per message, whatever the message's role and size.
+            cap = self._config.extraction_max_message_tokens * 3
+            read = [m for m in messages if not is_recalled_block(m)]
+            batch = [extraction_view(m, cap) for m in read]
+            cut = sum(v is not m for v, m in zip(batch, read, strict=True))
+            if cut:
+                self.counts["extraction_messages_cut"] += cut
             if batch:
                 self._worker.submit(lambda: self._extract(batch, ids), "extraction")
                 self.counts["extractions_queued"] += 1
@@ -495,7 +503,7 @@ class Archive:
 
     # -- extraction and search -----------------------------------------------------------------
 
-    def _extract(self, messages: list[dict[str, Any]], source_ids: list[str]) -> None:
+    def _extract(self, messages: Sequence[Mapping[str, Any]], source_ids: list[str]) -> None:
         from memctx.extraction import extract_and_update
 
         start = time.perf_counter()
