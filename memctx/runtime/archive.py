@@ -46,6 +46,7 @@ from memctx.recall import RecallItem, message_source
 from memctx.retrieval import BM25Index, Embedder, make_embedder
 from memctx.store import (
     KNOWLEDGE_FILE,
+    OUTPUT_DIR,
     KnowledgeStore,
     RawStore,
     memory_search,
@@ -127,6 +128,7 @@ class Archive:
         self._compaction_queued = False
         self._done = KeySet()  # trim-cache keys of trimmed messages already archived
         self._held: list[Callable[[], object]] | None = None  # writes queued in a hook
+        self._refs_queued: set[str] = set()  # output refs queued on the worker, not written
         self.counts: Counter[str] = Counter()
         self.extraction: dict[str, float] = {}
 
@@ -282,7 +284,7 @@ class Archive:
             batch = [extraction_view(m, cap) for m in read]
             cut = sum(v is not m for v, m in zip(batch, read, strict=True))
             if cut:
-                self.counts["extraction_messages_cut"] += cut
+                self.counts["extraction_messages_rewritten"] += cut
             if batch:
                 self._worker.submit(lambda: self._extract(batch, ids), "extraction")
                 self.counts["extractions_queued"] += 1
@@ -354,6 +356,8 @@ class Archive:
             if pieces.overflow is not None:
                 self.counts["oversized_messages"] += 1
                 first, last = pieces.overflow_lines
+                with self._mutex:
+                    self._refs_queued.add(_ref_of(pieces.overflow_name))
                 keep = partial(
                     self._keep_output,
                     pieces.overflow_name,
@@ -394,9 +398,18 @@ class Archive:
 
     def _keep_output(self, name: str, middle: str, what: str) -> None:
         """Redact the middle of an oversized message and keep it whole (worker)."""
-        text = self._redactor.redact(middle) if self._redactor is not None else middle
-        write_output_ref(self._dir, name, text, what=what)
-        self.counts["output_refs"] += 1
+        try:
+            text = self._redactor.redact(middle) if self._redactor is not None else middle
+            write_output_ref(self._dir, name, text, what=what)
+            self.counts["output_refs"] += 1
+        finally:
+            with self._mutex:
+                self._refs_queued.discard(_ref_of(name))
+
+    def output_queued(self, ref: str) -> bool:
+        """Whether ``ref`` names a text queued to be kept that the worker has not written."""
+        with self._mutex:
+            return ref in self._refs_queued
 
     @contextmanager
     def writes_after(self) -> Iterator[None]:
@@ -585,3 +598,8 @@ def _speaker(message: Mapping[str, Any]) -> str | None:
         return validate_name(message.get("name"))
     except StoreError:
         return None  # a name the store refuses is dropped, the message archived all the same
+
+
+def _ref_of(name: str) -> str:
+    """The ref a kept text's note names (:func:`memctx.store.write_output_ref`)."""
+    return f"{OUTPUT_DIR}/{name}.json"

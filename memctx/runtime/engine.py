@@ -217,16 +217,35 @@ class MemoryContext:
         with self._timer("on_context"), self._lock:
             self._calls += 1
             self._notes = None
+            given = messages
             try:
+                if self.config.enabled:
+                    given = messages = self._messages_only(messages)
                 out = self._context(messages)
             except Exception as exc:  # the hook contract: never raise into the agent
                 self._fail("on_context", exc)
                 self._last_call = fallback_record(
-                    self._calls, messages, self._last_error or "", self._tokens.count_message
+                    self._calls, given, self._last_error or "", self._tokens.count_message
                 )
-                return messages
+                return given
             self._counts["on_context"] += 1
             return out
+
+    def _messages_only(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``messages`` without the items that are not message dicts (``None``, strings,
+        numbers, lists), counted as ``bad_messages_skipped``.
+
+        They are dropped from what is sent, not passed on: a provider refuses a request that
+        holds one, and kept in the list they made the whole turn fall back to the input
+        unchanged, over the window. Not a list at all is the caller's error (``TypeError``,
+        handled as any failure of the hook).
+        """
+        _check_list(messages)
+        if all(map(isinstance, messages, repeat(dict))):  # the usual case, one C-level pass
+            return messages
+        kept = [m for m in messages if isinstance(m, dict)]
+        self._counts["bad_messages_skipped"] += len(messages) - len(kept)
+        return kept
 
     @property
     def last_call(self) -> ContextCallRecord | None:
@@ -275,14 +294,22 @@ class MemoryContext:
         of a message too large to index, kept redacted in the store.
 
         Raises:
-            StoreError: The ref is malformed or its file is missing or damaged.
+            StoreError: The ref is not a string, is malformed, or its file is missing or
+                damaged.
         """
+        if not isinstance(ref, str):
+            raise StoreError(
+                f"an output ref must be a string like 'tool-output/<name>.json', got "
+                f"{type(ref).__name__}: pass the ref the archived note names"
+            )
         try:
             return self._archive.read_output(ref)
         except StoreError:
-            if not self._worker.pending:
+            # Wait only for a ref this engine queued and the worker has not written yet: a
+            # malformed or unknown ref is refused at once, not after a minute of waiting.
+            if not self._archive.output_queued(ref):
                 raise
-            self._worker.wait_idle(_OUTPUT_WAIT_S)  # the worker may not have written it yet
+            self._worker.wait_idle(_OUTPUT_WAIT_S)
             return self._archive.read_output(ref)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -495,6 +522,11 @@ class MemoryContext:
             self._counts["recalls"] += 1
             self._counts["recall_tokens"] += found.block.tokens
         return block
+
+
+def _check_list(messages: object) -> None:
+    if not isinstance(messages, list):
+        raise TypeError(f"messages must be a list of message dicts, got {type(messages).__name__}")
 
 
 def _check_messages(messages: object) -> None:

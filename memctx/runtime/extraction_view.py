@@ -10,6 +10,11 @@ by a copy that keeps its head and tail (half of ``max_chars`` each) around one
 blocks kept, are the original's, so the model sees who said what exactly as before: a tool
 output stays a tool output, it never becomes user text.
 
+Lone surrogates (``"\\ud83d"``, half of an emoji cut apart) become U+FFFD in the view, as
+the raw store writes them (:func:`memctx.store.clean_text`): one such character used to fail
+the whole extraction batch it was in (``UnicodeEncodeError`` on the way to the model and
+the response cache), losing the facts of every other message.
+
 Blocks the rendering leaves out (thinking, images) are dropped from a cut copy; a message
 within the bound is passed on as it is (the same object).
 """
@@ -20,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memctx.messages import BlockKind, BlockRef, inspect_message, with_tool_result_text
+from memctx.store import clean_text
 from memctx.text import omission_note
 
 __all__ = ["extraction_view"]
@@ -28,7 +34,8 @@ _RENDERED = (BlockKind.TEXT, BlockKind.TOOL_CALL, BlockKind.TOOL_RESULT)
 
 
 def extraction_view(message: Mapping[str, Any], max_chars: int) -> Mapping[str, Any]:
-    """``message``, or a copy of it with at most about ``max_chars`` of readable text.
+    """``message``, or a copy of it with at most about ``max_chars`` of readable text and
+    no lone surrogate.
 
     Args:
         message: A provider-format message dict (any shape :mod:`memctx.messages` reads).
@@ -37,23 +44,35 @@ def extraction_view(message: Mapping[str, Any], max_chars: int) -> Mapping[str, 
     """
     blocks = [b for b in inspect_message(message).blocks if b.kind in _RENDERED]
     total = sum(len(b.text) for b in blocks)
+    role, name = message.get("role"), message.get("name")
+    # A lone surrogate ("\ud83d", half an emoji) cannot be encoded as UTF-8: sent on, it
+    # failed the whole extraction batch (the request, the response cache); here it costs
+    # one replacement character.
+    dirty = any(clean_text(b.text) is not b.text for b in blocks) or any(
+        isinstance(v, str) and clean_text(v) is not v for v in (role, name)
+    )
     if total <= max_chars * 3 // 2:
-        return message
-    if len(blocks) == 1 and blocks[0].field == "":
+        if not dirty:
+            return message
+        head, tail = [(b, b.text) for b in blocks], []
+    elif len(blocks) == 1 and blocks[0].field == "" and not dirty:
         return _one_block(message, blocks[0], max_chars)
-    head = _take(blocks, max_chars // 2, from_end=False)
-    tail = _take(blocks[::-1], max_chars // 2, from_end=True)[::-1]
-    # Whole blocks taken on both sides can overlap only when few blocks hold all the text;
-    # the tail then starts after the head's last block.
-    kept_head = {id(b) for b, _ in head}
-    tail = [(b, t) for b, t in tail if id(b) not in kept_head]
-    omitted = total - sum(len(t) for _, t in head) - sum(len(t) for _, t in tail)
-    note = {"type": "text", "text": omission_note(max(omitted, 0))}
-    content = [*(_block(b, t) for b, t in head), note, *(_block(b, t) for b, t in tail)]
-    view: dict[str, Any] = {"role": message.get("role"), "content": content}
-    name = message.get("name")
+    else:
+        head = _take(blocks, max_chars // 2, from_end=False)
+        tail = _take(blocks[::-1], max_chars // 2, from_end=True)[::-1]
+        # Whole blocks taken on both sides overlap only when few blocks hold all the text;
+        # the tail then starts after the head's last block.
+        kept_head = {id(b) for b, _ in head}
+        tail = [(b, t) for b, t in tail if id(b) not in kept_head]
+    content = [_block(b, t) for b, t in head]
+    if total > max_chars * 3 // 2:
+        omitted = total - sum(len(t) for _, t in head) - sum(len(t) for _, t in tail)
+        content.append({"type": "text", "text": omission_note(max(omitted, 0))})
+    content.extend(_block(b, t) for b, t in tail)
+    view: dict[str, Any] = {"role": clean_text(role) if isinstance(role, str) else role}
+    view["content"] = content
     if isinstance(name, str):
-        view["name"] = name
+        view["name"] = clean_text(name)
     return view
 
 
@@ -83,14 +102,17 @@ def _take(blocks: Sequence[BlockRef], budget: int, *, from_end: bool) -> list[tu
 
 
 def _block(block: BlockRef, text: str) -> dict[str, Any]:
-    """``block`` in the one shape every reader of :mod:`memctx.messages` knows (Anthropic's)."""
+    """``block`` in the one shape every reader of :mod:`memctx.messages` knows (Anthropic's),
+    its text and names free of lone surrogates."""
+    text = clean_text(text)
     if block.kind is BlockKind.TOOL_CALL:
-        return {"type": "tool_use", "id": block.tool_id, "name": block.tool_name, "input": text}
+        name = clean_text(block.tool_name) if block.tool_name else block.tool_name
+        return {"type": "tool_use", "id": block.tool_id, "name": name, "input": text}
     if block.kind is BlockKind.TOOL_RESULT:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_id}
         out["content"] = text
         if block.tool_name:
-            out["name"] = block.tool_name
+            out["name"] = clean_text(block.tool_name)
         if block.is_error:
             out["is_error"] = True
         return out
