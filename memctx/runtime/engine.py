@@ -43,8 +43,10 @@ and never raise: a failure is logged, counted in :meth:`MemoryContext.stats` and
 returns the messages it was given. The store is not needed to keep a context inside its
 window: when archiving or recall fails (disk full, a read-only or damaged store), the turn
 still trims and repairs, without archive or recall, and the failure is counted
-(``archive_failures``, ``recall_failures``). An unreadable message (a role the store
-refuses, a non-dict in a compaction batch) is skipped and counted; the rest is archived.
+(``archive_failures``, ``recall_failures``). An item that is not a message (not a dict, or
+a dict whose ``role`` is not a string) is dropped from what either hook reads and sends,
+counted as ``bad_messages_skipped``; a message the store cannot keep (a role it refuses) is
+not archived, counted in the archive's ``bad_messages_skipped``; the rest goes on.
 """
 
 from __future__ import annotations
@@ -232,19 +234,12 @@ class MemoryContext:
             return out
 
     def _messages_only(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``messages`` without the items that are not message dicts (``None``, strings,
-        numbers, lists), counted as ``bad_messages_skipped``.
-
-        They are dropped from what is sent, not passed on: a provider refuses a request that
-        holds one, and kept in the list they made the whole turn fall back to the input
-        unchanged, over the window. Not a list at all is the caller's error (``TypeError``,
-        handled as any failure of the hook).
-        """
+        """``messages`` without the items that are not messages, counted as
+        ``bad_messages_skipped`` (:func:`only_messages`)."""
         _check_list(messages)
-        if all(map(isinstance, messages, repeat(dict))):  # the usual case, one C-level pass
-            return messages
-        kept = [m for m in messages if isinstance(m, dict)]
-        self._counts["bad_messages_skipped"] += len(messages) - len(kept)
+        kept = only_messages(messages)
+        if kept is not messages:
+            self._counts["bad_messages_skipped"] += len(messages) - len(kept)
         return kept
 
     @property
@@ -263,7 +258,7 @@ class MemoryContext:
                     raise TypeError(
                         f"messages must be a list of message dicts, got {type(messages).__name__}"
                     )
-                batch = [m for m in messages if isinstance(m, dict)]
+                batch = only_messages(messages)
                 if len(batch) < len(messages):  # skip what is not a message, keep the rest
                     self._counts["bad_messages_skipped"] += len(messages) - len(batch)
                 if self.config.enabled:
@@ -522,6 +517,22 @@ class MemoryContext:
             self._counts["recalls"] += 1
             self._counts["recall_tokens"] += found.block.tokens
         return block
+
+
+def only_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """``messages`` without the items that are not messages: anything but a dict (``None``,
+    strings, numbers, lists), and a dict whose ``role`` is there but not a string.
+
+    They are dropped from what is sent, not passed on: a provider refuses a request that
+    holds one, and kept in the list they made the whole turn fall back to the input
+    unchanged, over the window. ``messages`` itself (the same list) when all are messages.
+    """
+    # The usual case in two C-level passes: every item a dict, every role a string.
+    if all(map(isinstance, messages, repeat(dict))):
+        roles = map(dict.get, messages, repeat("role"), repeat(""))
+        if all(map(isinstance, roles, repeat(str))):
+            return messages
+    return [m for m in messages if isinstance(m, dict) and isinstance(m.get("role", ""), str)]
 
 
 def _check_list(messages: object) -> None:
