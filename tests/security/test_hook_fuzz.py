@@ -10,7 +10,6 @@ answer with text.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
