@@ -21,14 +21,16 @@ within the bound is passed on as it is (the same object).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memctx.extraction import DEFAULT_MAX_INPUT_TOKENS, prompt_overhead_tokens
 from memctx.messages import BlockKind, BlockRef, inspect_message, with_tool_result_text
 from memctx.store import clean_text
 from memctx.text import omission_note
 
-__all__ = ["extraction_view"]
+__all__ = ["extraction_calls_bound", "extraction_view"]
 
 _RENDERED = (BlockKind.TEXT, BlockKind.TOOL_CALL, BlockKind.TOOL_RESULT)
 
@@ -74,6 +76,15 @@ def extraction_view(message: Mapping[str, Any], max_chars: int) -> Mapping[str, 
     if isinstance(name, str):
         view["name"] = clean_text(name)
     return view
+
+
+def extraction_calls_bound(max_message_tokens: int) -> int:
+    """Extraction calls one message may cost with ``extractionMaxMessageTokens`` at
+    ``max_message_tokens`` (and no answer needing a repair): its view, 1.5x the setting at
+    most, over the conversation budget of one request, plus one for the request it shares
+    with its neighbours."""
+    budget = DEFAULT_MAX_INPUT_TOKENS - prompt_overhead_tokens()
+    return math.ceil(1.5 * max_message_tokens / budget) + 1
 
 
 def _one_block(message: Mapping[str, Any], block: BlockRef, max_chars: int) -> dict[str, Any]:
