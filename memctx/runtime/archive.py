@@ -277,14 +277,7 @@ class Archive:
         """Archive messages about to be compacted, then queue knowledge extraction."""
         ids = self._store(((m, i) for i, m in enumerate(messages)), {})
         if self._config.knowledge_extraction:
-            # Extraction reads a bounded view of each message: its calls and tokens are
-            # bounded per message, whatever the message's role and size.
-            cap = self._config.extraction_max_message_tokens * 3
-            read = [m for m in messages if not is_recalled_block(m)]
-            batch = [extraction_view(m, cap) for m in read]
-            cut = sum(v is not m for v, m in zip(batch, read, strict=True))
-            if cut:
-                self.counts["extraction_messages_rewritten"] += cut
+            batch = [m for m in messages if not is_recalled_block(m)]
             if batch:
                 self._worker.submit(lambda: self._extract(batch, ids), "extraction")
                 self.counts["extractions_queued"] += 1
@@ -520,8 +513,15 @@ class Archive:
         from memctx.extraction import extract_and_update
 
         start = time.perf_counter()
+        # Extraction reads a bounded view of each message (on the worker, off the hook): its
+        # calls and tokens are bounded per message, whatever the message's role and size.
+        cap = self._config.extraction_max_message_tokens * 3
+        views = [extraction_view(m, cap) for m in messages]
+        rewritten = sum(v is not m for v, m in zip(views, messages, strict=True))
+        if rewritten:
+            self.counts["extraction_messages_rewritten"] += rewritten
         report = extract_and_update(
-            messages,
+            views,
             store=self.knowledge,
             client=self.llm_client(),
             session_id=self._session,
