@@ -262,7 +262,8 @@ class MemoryContext:
                 if len(batch) < len(messages):  # skip what is not a message, keep the rest
                     self._counts["bad_messages_skipped"] += len(messages) - len(batch)
                 if self.config.enabled:
-                    self._archive.compacted(batch)
+                    with self._archive.writes_after():  # the worker starts when we return
+                        self._archive.compacted(batch)
                 self._counts["on_before_compact"] += 1
             except Exception as exc:
                 self._fail("on_before_compact", exc)
