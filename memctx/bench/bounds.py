@@ -95,7 +95,9 @@ def _input(case: str) -> tuple[str, list[dict[str, Any]]]:
         return "compact", [system, *_chat(5, 1), _call("c1"), output]
     if case == "compact-50mb-user":
         said = {"role": "user", "content": _log(50_000_000, 5)}
-        return "compact", [system, *_chat(5, 5), said, {"role": "assistant", "content": "ok"}]
+        # Last in the batch, so the hook archives it inline (head, tail, note), as it does
+        # the 20 MB output: the harder case for the hook's time.
+        return "compact", [system, *_chat(5, 5), said]
     if case == "trim-5mb":
         output = {"role": "tool", "tool_call_id": "c1", "content": _log(5_500_000, 2)}
         tail = [_call("c2"), {"role": "tool", "tool_call_id": "c2", "content": "ok"}]
@@ -147,7 +149,7 @@ def _run_one(case: str) -> dict[str, float]:
 def calls_bound() -> int:
     """Extraction calls the user-message case may make: its one long message's bound
     (:func:`memctx.runtime.extraction_calls_bound` at the default setting) and one request
-    for the eleven short messages around it."""
+    for the ten short messages before it."""
     from memctx import MemoryContextConfig
     from memctx.runtime import extraction_calls_bound
 
