@@ -62,10 +62,10 @@ def extraction_view(message: Mapping[str, Any], max_chars: int) -> Mapping[str, 
     else:
         head = _take(blocks, max_chars // 2, from_end=False)
         tail = _take(blocks[::-1], max_chars // 2, from_end=True)[::-1]
-        # Whole blocks taken on both sides overlap only when few blocks hold all the text;
-        # the tail then starts after the head's last block.
-        kept_head = {id(b) for b, _ in head}
-        tail = [(b, t) for b, t in tail if id(b) not in kept_head]
+        # A block the head took whole is not repeated in the tail; one the head cut keeps
+        # its end there too (two pieces of it around the note).
+        whole = {id(b) for b, t in head if t is b.text}
+        tail = [(b, t) for b, t in tail if id(b) not in whole]
     content = [_block(b, t) for b, t in head]
     if total > max_chars * 3 // 2:
         omitted = total - sum(len(t) for _, t in head) - sum(len(t) for _, t in tail)

@@ -110,3 +110,13 @@ def test_what_extraction_reads_of_any_message_is_bounded(
             return {e.split("]", 1)[0] for e in render_messages([msg])}
 
         assert labels(view) <= labels(message)
+
+
+def test_a_long_block_after_short_ones_keeps_its_head_and_tail() -> None:
+    first = {"type": "text", "text": "we chose redis"}
+    long = {"type": "text", "text": "HEAD " + "x" * 100_000 + " TAIL"}
+    view = extraction_view({"role": "assistant", "content": [first, long]}, 3_000)
+    rendered = "\n".join(render_messages([view]))
+    assert "we chose redis" in rendered and "HEAD" in rendered and "TAIL" in rendered
+    assert "characters omitted" in rendered
+    assert len(rendered) < 5_000
