@@ -1,10 +1,13 @@
 """Bounded cost on huge input: what one hook call may take, in time and memory.
 
-An agent hands memctx whatever its tools produced. Three inputs that used to cost the hook
-time and memory in proportion to their size (measured before the bounds: 94 s and 918 MB,
-16 s, 12 s) each run in a fresh process, so its peak resident memory is its own:
+An agent hands memctx whatever its tools produced, and its user whatever they paste. Four
+inputs that used to cost time and memory in proportion to their size (measured before the
+bounds: 94 s and 918 MB, 3,163 extraction calls, 16 s, 12 s) each run in a fresh process,
+so its peak resident memory is its own:
 
 - ``compact-20mb``: ``on_before_compact`` of one 20 MB tool output (log lines).
+- ``compact-50mb-user``: ``on_before_compact`` of one 50 MB user message; its extraction
+  calls are counted against their bound too (``extractionMaxMessageTokens``).
 - ``trim-5mb``: ``on_context`` that trims a 5.5 MB tool output out of a session.
 - ``first-50k``: the first ``on_context`` over a 50,000-message history.
 
@@ -39,10 +42,12 @@ class Bound:
     what: str
     seconds: float
     peak_mb: float
+    counts_calls: bool = False  # whether the case's extraction calls have a bound too
 
 
 BOUNDS = (
     Bound("compact-20mb", "on_before_compact of one 20 MB tool output", 5.0, 600.0),
+    Bound("compact-50mb-user", "on_before_compact of one 50 MB user message", 5.0, 600.0, True),
     Bound("trim-5mb", "on_context trimming a 5.5 MB tool output", 3.0, 500.0),
     Bound("first-50k", "first on_context over 50,000 messages", 10.0, 1200.0),
 )
@@ -88,6 +93,11 @@ def _input(case: str) -> tuple[str, list[dict[str, Any]]]:
     if case == "compact-20mb":
         output = {"role": "tool", "tool_call_id": "c1", "content": _log(20_000_000, 1)}
         return "compact", [system, *_chat(5, 1), _call("c1"), output]
+    if case == "compact-50mb-user":
+        said = {"role": "user", "content": _log(50_000_000, 5)}
+        # Last in the batch, so the hook archives it inline (head, tail, note), as it does
+        # the 20 MB output: the harder case for the hook's time.
+        return "compact", [system, *_chat(5, 5), said]
     if case == "trim-5mb":
         output = {"role": "tool", "tool_call_id": "c1", "content": _log(5_500_000, 2)}
         tail = [_call("c2"), {"role": "tool", "tool_call_id": "c2", "content": "ok"}]
@@ -122,7 +132,9 @@ def _run_one(case: str) -> dict[str, float]:
         start = time.perf_counter()
         mem.wait_idle()
         background = time.perf_counter() - start
-        failures = sum(v for k, v in mem.stats()["counts"].items() if k.endswith("failures"))
+        stats = mem.stats()
+        failures = sum(v for k, v in stats["counts"].items() if k.endswith("failures"))
+        failures += sum(stats["worker"]["failed"].values())
         mem.close()
     return {
         "seconds": seconds,
@@ -130,7 +142,18 @@ def _run_one(case: str) -> dict[str, float]:
         "floor": floor,
         "peak_mb": own_peak_mb(),
         "failures": failures,
+        "extraction_calls": int(stats["extraction"].get("llm_calls", 0)),
     }
+
+
+def calls_bound() -> int:
+    """Extraction calls the user-message case may make: its one long message's bound
+    (:func:`memctx.runtime.extraction_calls_bound` at the default setting) and one request
+    for the ten short messages before it."""
+    from memctx import MemoryContextConfig
+    from memctx.runtime import extraction_calls_bound
+
+    return extraction_calls_bound(MemoryContextConfig().extraction_max_message_tokens) + 1
 
 
 def run_bounds_bench() -> bool:
@@ -146,12 +169,17 @@ def run_bounds_bench() -> bool:
             ok = False
             continue
         met = r["seconds"] <= bound.seconds and r["peak_mb"] <= bound.peak_mb and not r["failures"]
+        calls = ""
+        if bound.counts_calls:
+            most = calls_bound()
+            met = met and r["extraction_calls"] <= most
+            calls = f", {r['extraction_calls']} extraction calls (bound {most})"
         ok = ok and met
         print(
             f"{bound.what}: hook {r['seconds']:.2f} s (bound {bound.seconds:.0f} s; "
             f"{r['seconds'] / r['floor']:.0f}x one json.dumps of the input), peak RSS "
             f"{r['peak_mb']:.0f} MB (bound {bound.peak_mb:.0f} MB), then {r['background']:.1f} s "
-            f"of background work; {'PASS' if met else 'MISS'}"
+            f"of background work{calls}; {'PASS' if met else 'MISS'}"
         )
     return ok
 

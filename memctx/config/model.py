@@ -460,6 +460,17 @@ class MemoryContextConfig(_Model):
     """Mask secrets before anything is persisted."""
     knowledge_extraction: bool = True
     """Extract facts with an LLM after compaction."""
+    extraction_max_message_tokens: Annotated[
+        int,
+        _rule(lambda v: 1_000 <= v <= 1_000_000, "an integer from 1,000 to 1,000,000"),
+        Shown("integer from 1,000 to 1,000,000"),
+    ] = 16_000
+    """Tokens (``ceil(chars / 3)``) of one message that knowledge extraction reads at most,
+    whatever its role. A longer message is read as its head and tail, half of this each
+    (messages up to 1.5x this are read whole), so one message costs a bounded number of
+    extraction calls: at most ``ceil(1.5 x this / ~5,000) + 1`` with the default 6,000-token
+    request. Without the bound a 50 MB user message cost 3,323 calls and 19.9 M prompt
+    tokens; tool results were already read as excerpts."""
     auto_recall_min_score: Weight = 0.0
     """Minimum hybrid score for each archived message in a recall block. The seed's 0.7 is
     off by default (:meth:`seed_preset` keeps it): on LoCoMo (``scripts/measure_min_score.py``,

@@ -20,6 +20,7 @@ from .prompt import (
     TASK_EXTRACT,
     ParseError,
     ProposedFact,
+    prompt_overhead_tokens,
 )
 
 __all__ = [

@@ -199,7 +199,9 @@ class ResponseCache:
             _log.info("memctx LLM cache: not caching a response that contains a secret")
             return False
         record = {"v": CACHE_FORMAT_VERSION, "key": key, **asdict(entry)}
-        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        # ASCII JSON: a lone surrogate in a response ("\ud83d", half an emoji) is written as
+        # its escape and read back as itself; encoded raw it raised and lost the whole call.
+        data = json.dumps(record, ensure_ascii=True, sort_keys=True).encode("ascii")
         try:
             # No fsync: losing an entry in a crash costs one repeated call, not correctness.
             atomic_write_beneath(self._root, path.absolute(), data, fsync=False)

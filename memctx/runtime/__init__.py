@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .call_record import ContextCallRecord, RecalledItem, RecallStatus
 from .engine import MemoryContext
+from .extraction_view import extraction_calls_bound
 from .lanes import DEFAULT_MAX_CONCURRENT_COMPACTIONS, CompactionLanes, LaneError, LaneTimeoutError
 from .stats import HookTimer
 from .tools import MEMORY_TOOL_NAMES, call_memory_tool, tool_definitions

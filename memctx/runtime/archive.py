@@ -56,6 +56,7 @@ from memctx.recall import RecallItem, detail_label, message_source
 from memctx.retrieval import BM25Index, Embedder, make_embedder
 from memctx.store import (
     KNOWLEDGE_FILE,
+    OUTPUT_DIR,
     KnowledgeStore,
     RawStore,
     memory_search,
@@ -71,6 +72,7 @@ from memctx.text import Redactor, tokenize
 from memctx.trim import IntArray, MessageFacts
 
 from .archive_keys import KeySet, SegmentKeys, archive_text, message_time
+from .extraction_view import extraction_view
 from .pieces import message_pieces
 from .worker import BackgroundWorker
 
@@ -137,7 +139,10 @@ class Archive:
         self._keys: dict[int, tuple[object, tuple[int, ...], int]] = {}
         self._compaction_queued = False
         self._done = KeySet()  # trim-cache keys of trimmed messages already archived
-        self._held: list[Callable[[], object]] | None = None  # writes queued in a hook
+        # Background jobs queued in a hook, with their kind: the worker starts them when the
+        # hook returns (:meth:`writes_after`).
+        self._held: list[tuple[Callable[[], object], str]] | None = None
+        self._refs_queued: set[str] = set()  # output refs queued on the worker, not written
         self.counts: Counter[str] = Counter()
         self.extraction: dict[str, float] = {}
         self._tool_names: dict[str, str] = {}  # call id -> tool name (the latest calls)
@@ -297,7 +302,7 @@ class Archive:
         if self._config.knowledge_extraction:
             batch = [m for m in messages if not is_recalled_block(m)]
             if batch:
-                self._worker.submit(lambda: self._extract(batch, ids), "extraction")
+                self._submit(lambda: self._extract(batch, ids), "extraction")
                 self.counts["extractions_queued"] += 1
 
     def _store(
@@ -353,7 +358,7 @@ class Archive:
             # Under the mutex: the block's end either sees this batch or we see it ended.
             held = self._held
             if held is not None:
-                held.append(partial(self._write, keys, items))
+                held.append((partial(self._write, keys, items), "archive"))
         if held is None:
             self._worker.submit(partial(self._write, keys, items), "archive")
         return []
@@ -405,13 +410,15 @@ class Archive:
             if pieces.overflow is not None:
                 self.counts["oversized_messages"] += 1
                 first, last = pieces.overflow_lines
+                with self._mutex:
+                    self._refs_queued.add(_ref_of(pieces.overflow_name))
                 keep = partial(
                     self._keep_output,
                     pieces.overflow_name,
                     pieces.overflow,
                     f"{src.role} message, lines {first}-{last}",
                 )
-                self._worker.submit(keep, "output_ref")
+                self._submit(keep, "output_ref")
             base = {"session_id": self._session, "role": src.role, "timestamp": src.stamp}
             for piece in pieces.chunks:
                 keys.append(src.key)
@@ -426,7 +433,7 @@ class Archive:
             for start in range(0, len(sources), _BATCH_MESSAGES):
                 job = partial(self._write_later, sources[start : start + _BATCH_MESSAGES])
                 if self._held is not None:
-                    self._held.append(job)
+                    self._held.append((job, "archive"))
                 else:
                     self._worker.submit(job, "archive")
 
@@ -445,27 +452,51 @@ class Archive:
 
     def _keep_output(self, name: str, middle: str, what: str) -> None:
         """Redact the middle of an oversized message and keep it whole (worker)."""
-        text = self._redactor.redact(middle) if self._redactor is not None else middle
-        write_output_ref(self._dir, name, text, what=what)
-        self.counts["output_refs"] += 1
+        try:
+            text = self._redactor.redact(middle) if self._redactor is not None else middle
+            write_output_ref(self._dir, name, text, what=what)
+            self.counts["output_refs"] += 1
+        finally:
+            with self._mutex:
+                self._refs_queued.discard(_ref_of(name))
+
+    def output_queued(self, ref: str) -> bool:
+        """Whether ``ref`` names a text queued to be kept that the worker has not written."""
+        with self._mutex:
+            return ref in self._refs_queued
+
+    def _submit(self, job: Callable[[], object], kind: str) -> None:
+        """Queue ``job`` on the worker, or hold it for the end of :meth:`writes_after`."""
+        with self._mutex:
+            if self._held is not None:
+                self._held.append((job, kind))
+                return
+        self._worker.submit(job, kind)
 
     @contextmanager
     def writes_after(self) -> Iterator[None]:
-        """Hold the background writes queued inside the block; queue them when it ends.
+        """Hold the background jobs queued inside the block; queue them when it ends.
 
-        The context hook runs inside it. A compaction hook on another thread meanwhile has
-        its writes held too (one hook's length at most); nothing is lost, since the swap
-        below and every append happen under the mutex.
+        Both hooks run inside it. For the context hook it means that its own search never
+        sees half of its writes. For both it keeps the worker from starting a long job (the
+        redaction of a 50 MB middle, an extraction) while the hook runs: Python's regular
+        expressions hold the GIL for a whole scan, and a hook thread waiting for it made a
+        50 MB message's hook take 9 s instead of 0.3 s. A hook on another thread meanwhile
+        has its jobs held too (one hook's length at most); nothing is lost, since the swap
+        below and every append happen under the mutex. Nested, the outer block queues.
         """
         with self._mutex:
-            self._held = []
+            outer = self._held is None
+            if outer:
+                self._held = []
         try:
             yield
         finally:
-            with self._mutex:
-                held, self._held = self._held or [], None
-            for job in held:
-                self._worker.submit(job, "archive")
+            if outer:
+                with self._mutex:
+                    held, self._held = self._held or [], None
+                for job, kind in held:
+                    self._worker.submit(job, kind)
 
     def _write(self, keys: list[Hashable], items: list[dict[str, Any]]) -> list[str]:
         try:
@@ -554,12 +585,19 @@ class Archive:
 
     # -- extraction and search -----------------------------------------------------------------
 
-    def _extract(self, messages: list[dict[str, Any]], source_ids: list[str]) -> None:
+    def _extract(self, messages: Sequence[Mapping[str, Any]], source_ids: list[str]) -> None:
         from memctx.extraction import extract_and_update
 
         start = time.perf_counter()
+        # Extraction reads a bounded view of each message (on the worker, off the hook): its
+        # calls and tokens are bounded per message, whatever the message's role and size.
+        cap = self._config.extraction_max_message_tokens * 3
+        views = [extraction_view(m, cap) for m in messages]
+        rewritten = sum(v is not m for v, m in zip(views, messages, strict=True))
+        if rewritten:
+            self.counts["extraction_messages_rewritten"] += rewritten
         report = extract_and_update(
-            messages,
+            views,
             store=self.knowledge,
             client=self.llm_client(),
             session_id=self._session,
@@ -661,3 +699,8 @@ def _speaker(message: Mapping[str, Any]) -> str | None:
         return validate_name(message.get("name"))
     except StoreError:
         return None  # a name the store refuses is dropped, the message archived all the same
+
+
+def _ref_of(name: str) -> str:
+    """The ref a kept text's note names (:func:`memctx.store.write_output_ref`)."""
+    return f"{OUTPUT_DIR}/{name}.json"

@@ -47,8 +47,10 @@ and never raise: a failure is logged, counted in :meth:`MemoryContext.stats` and
 returns the messages it was given. The store is not needed to keep a context inside its
 window: when archiving or recall fails (disk full, a read-only or damaged store), the turn
 still trims and repairs, without archive or recall, and the failure is counted
-(``archive_failures``, ``recall_failures``). An unreadable message (a role the store
-refuses, a non-dict in a compaction batch) is skipped and counted; the rest is archived.
+(``archive_failures``, ``recall_failures``). An item that is not a message (not a dict, or
+a dict whose ``role`` is not a string) is dropped from what either hook reads and sends,
+counted as ``bad_messages_skipped``; a message the store cannot keep (a role it refuses) is
+not archived, counted in the archive's ``bad_messages_skipped``; the rest goes on.
 """
 
 from __future__ import annotations
@@ -241,16 +243,28 @@ class MemoryContext:
         with self._timer("on_context"), self._lock:
             self._calls += 1
             self._notes = None
+            given = messages
             try:
+                if self.config.enabled:
+                    given = messages = self._messages_only(messages)
                 out = self._context(messages)
             except Exception as exc:  # the hook contract: never raise into the agent
                 self._fail("on_context", exc)
                 self._last_call = fallback_record(
-                    self._calls, messages, self._last_error or "", self._tokens.count_message
+                    self._calls, given, self._last_error or "", self._tokens.count_message
                 )
-                return messages
+                return given
             self._counts["on_context"] += 1
             return out
+
+    def _messages_only(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``messages`` without the items that are not messages, counted as
+        ``bad_messages_skipped`` (:func:`only_messages`)."""
+        _check_list(messages)
+        kept = only_messages(messages)
+        if kept is not messages:
+            self._counts["bad_messages_skipped"] += len(messages) - len(kept)
+        return kept
 
     @property
     def last_call(self) -> ContextCallRecord | None:
@@ -268,11 +282,12 @@ class MemoryContext:
                     raise TypeError(
                         f"messages must be a list of message dicts, got {type(messages).__name__}"
                     )
-                batch = [m for m in messages if isinstance(m, dict)]
+                batch = only_messages(messages)
                 if len(batch) < len(messages):  # skip what is not a message, keep the rest
                     self._counts["bad_messages_skipped"] += len(messages) - len(batch)
                 if self.config.enabled:
-                    self._archive.compacted(batch)
+                    with self._archive.writes_after():  # the worker starts when we return
+                        self._archive.compacted(batch)
                 self._counts["on_before_compact"] += 1
             except Exception as exc:
                 self._fail("on_before_compact", exc)
@@ -299,14 +314,22 @@ class MemoryContext:
         of a message too large to index, kept redacted in the store.
 
         Raises:
-            StoreError: The ref is malformed or its file is missing or damaged.
+            StoreError: The ref is not a string, is malformed, or its file is missing or
+                damaged.
         """
+        if not isinstance(ref, str):
+            raise StoreError(
+                f"an output ref must be a string like 'tool-output/<name>.json', got "
+                f"{type(ref).__name__}: pass the ref the archived note names"
+            )
         try:
             return self._archive.read_output(ref)
         except StoreError:
-            if not self._worker.pending:
+            # Wait only for a ref this engine queued and the worker has not written yet: a
+            # malformed or unknown ref is refused at once, not after a minute of waiting.
+            if not self._archive.output_queued(ref):
                 raise
-            self._worker.wait_idle(_OUTPUT_WAIT_S)  # the worker may not have written it yet
+            self._worker.wait_idle(_OUTPUT_WAIT_S)
             return self._archive.read_output(ref)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -579,6 +602,27 @@ class MemoryContext:
             self._counts["recalls"] += 1
             self._counts["recall_tokens"] += found.block.tokens
         return block
+
+
+def only_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """``messages`` without the items that are not messages: anything but a dict (``None``,
+    strings, numbers, lists), and a dict whose ``role`` is there but not a string.
+
+    They are dropped from what is sent, not passed on: a provider refuses a request that
+    holds one, and kept in the list they made the whole turn fall back to the input
+    unchanged, over the window. ``messages`` itself (the same list) when all are messages.
+    """
+    # The usual case in two C-level passes: every item a dict, every role a string.
+    if all(map(isinstance, messages, repeat(dict))):
+        roles = map(dict.get, messages, repeat("role"), repeat(""))
+        if all(map(isinstance, roles, repeat(str))):
+            return messages
+    return [m for m in messages if isinstance(m, dict) and isinstance(m.get("role", ""), str)]
+
+
+def _check_list(messages: object) -> None:
+    if not isinstance(messages, list):
+        raise TypeError(f"messages must be a list of message dicts, got {type(messages).__name__}")
 
 
 def _check_messages(messages: object) -> None:

@@ -57,6 +57,9 @@ _READ: Final[dict[str, Any]] = {
     },
 }
 MEMORY_TOOL_NAMES: Final = (_SEARCH_NAME, _READ_NAME)
+# Arguments longer than this are refused unread: a query is a few words, a ref ~50 characters.
+MAX_ARGUMENT_CHARS: Final = 100_000
+_SHOWN: Final = 200  # characters of the model's input an error text quotes
 
 
 def tool_definitions(style: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
@@ -91,15 +94,44 @@ def call_memory_tool(mem: MemoryContext, name: str, arguments: str | Mapping[str
 
     Returns:
         For ``memory_search``, the hits as JSON (``[{content, score, session_id, turn}]``);
-        for ``read_output_ref``, the whole output; on any problem, ``"error: ..."`` saying
-        what to change.
+        for ``read_output_ref``, the whole output; on any problem (wrong types, arguments
+        over :data:`MAX_ARGUMENT_CHARS` or nested past the JSON parser's depth, a store
+        error), ``"error: ..."`` saying what to change.
     """
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        return _call(mem, name, arguments)
+    except Exception as exc:  # a tool answer, never a crash of the agent loop
+        return f"error: {_shown(name)} failed: {type(exc).__name__}: {_shown(str(exc))}"
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error text may quote it: short, whatever the model sent."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}..."
+
+
+def _call(mem: MemoryContext, name: object, arguments: object) -> str:
+    if not isinstance(name, str):
+        return f"error: the tool name must be a string, got {type(name).__name__}"
+    if isinstance(arguments, str | bytes) and len(arguments) > MAX_ARGUMENT_CHARS:
+        return (
+            f"error: the arguments of {_shown(name)} are {len(arguments):,} characters, over "
+            f"{MAX_ARGUMENT_CHARS:,}; send a shorter query"
+        )
+    try:
+        if isinstance(arguments, str):
+            args = json.loads(arguments)
+        elif isinstance(arguments, Mapping):
+            args = dict(arguments)
+        else:
+            raise TypeError(f"got {type(arguments).__name__}")
+    except RecursionError:  # "[[[[..." nested past the parser's depth
+        return f"error: the arguments of {_shown(name)} are nested too deeply; send a flat object"
     except (ValueError, TypeError) as exc:
-        return f"error: the arguments of {name} are not a JSON object ({exc}); send one"
+        return f"error: the arguments of {_shown(name)} are not a JSON object ({exc}); send one"
     if not isinstance(args, dict):
-        return f"error: the arguments of {name} must be a JSON object, got {type(args).__name__}"
+        kind = type(args).__name__
+        return f"error: the arguments of {_shown(name)} must be a JSON object, got {kind}"
     try:
         if name == _SEARCH_NAME:
             query, limit = args.get("query"), args.get("limit", 5)
@@ -117,6 +149,4 @@ def call_memory_tool(mem: MemoryContext, name: str, arguments: str | Mapping[str
             return mem.read_output_ref(ref)
     except StoreError as exc:
         return f"error: {exc}"
-    except Exception as exc:  # a tool answer, never a crash of the agent loop
-        return f"error: {name} failed: {type(exc).__name__}: {exc}"
-    return f"error: unknown tool {name!r}; memctx offers {', '.join(MEMORY_TOOL_NAMES)}"
+    return f"error: unknown tool {_shown(name)!r}; memctx offers {', '.join(MEMORY_TOOL_NAMES)}"

@@ -22,6 +22,7 @@ from .raw import (
     RawStore,
     Segment,
     SegmentInfo,
+    clean_text,
     validate_name,
     validate_role,
     validate_session_id,

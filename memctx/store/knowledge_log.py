@@ -25,6 +25,7 @@ from .checksum import ChecksumError, canonical_json, seal_record, verify_record
 from .files import StoreFileError, open_regular, os_error, resolve_store_dir
 from .knowledge_rules import Fact
 from .raw.lock import LockTimeout, StoreLock
+from .raw.records import clean_text
 
 __all__ = ["KNOWLEDGE_FILE", "KnowledgeLog"]
 
@@ -35,7 +36,9 @@ _LOCK_TIMEOUT_S = 30.0
 
 
 def _line(fact: Fact) -> bytes:
-    return seal_record(canonical_json(fact.to_record()).encode()) + b"\n"
+    # A lone surrogate in a fact (a model may answer "\ud83d") cannot be UTF-8: it is written
+    # as U+FFFD, as the raw store does, instead of failing the append of the whole batch.
+    return seal_record(clean_text(canonical_json(fact.to_record())).encode()) + b"\n"
 
 
 class KnowledgeLog:

@@ -226,13 +226,15 @@ def test_pairing_repairs_are_recorded(tmp_path: Path) -> None:
 
 
 def test_a_failed_hook_leaves_a_fallback_record(tmp_path: Path) -> None:
-    bad: list[Any] = [{"role": "user", "content": "x"}, None]
+    # Not a list (a tuple): the caller's error, handed back. (A list holding a non-message
+    # is no failure: the item is dropped and counted.)
+    bad: Any = ({"role": "user", "content": "x"}, None)
     with engine(tmp_path) as mem:
         assert mem.on_context(bad) is bad
         record = mem.last_call
         assert record is not None and record.fallback and record.recall == "not_run"
         assert record.error is not None and "TypeError" in record.error
-        assert (record.messages_in, record.messages_out) == (2, 2)
+        assert (record.messages_in, record.messages_out) == (0, 0)  # a non-list is not read
         assert mem.stats()["last_call"]["fallback"] is True
         assert mem.on_context("not a list") == "not a list"  # type: ignore[arg-type]
         again = mem.last_call

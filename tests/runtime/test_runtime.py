@@ -196,17 +196,24 @@ def test_compaction_hook_archives_and_extracts_knowledge(tmp_path: Path) -> None
     "bad",
     [None, "text", 42, [1, 2], [{"role": "user", "content": "x"}, None], {"role": "user"}],
 )
-def test_hooks_never_raise_on_malformed_input_and_return_it(tmp_path: Path, bad: Any) -> None:
+def test_hooks_never_raise_on_malformed_input(tmp_path: Path, bad: Any) -> None:
     with engine(tmp_path) as mem:
-        assert mem.on_context(bad) is bad
+        out = mem.on_context(bad)
         counts = mem.stats()["counts"]
-        assert counts["on_context_failures"] == 1
-        assert "TypeError" in mem.stats()["last_error"]
+        if isinstance(bad, list):  # what is not a message is dropped and counted, no failure
+            skipped = sum(not isinstance(m, dict) for m in bad)
+            assert out == [m for m in bad if isinstance(m, dict)]
+            assert counts["bad_messages_skipped"] == skipped
+            assert "on_context_failures" not in counts
+        else:  # not a list at all: the caller's error, handed back
+            assert out is bad
+            assert counts["on_context_failures"] == 1
+            assert "TypeError" in mem.stats()["last_error"]
         assert mem.on_before_compact(bad) is None
         counts = mem.stats()["counts"]
         if isinstance(bad, list):  # a batch: what is not a message is skipped, the rest kept
             skipped = sum(not isinstance(m, dict) for m in bad)
-            assert counts["bad_messages_skipped"] == skipped
+            assert counts["bad_messages_skipped"] == 2 * skipped
             assert "on_before_compact_failures" not in counts
         else:
             assert counts["on_before_compact_failures"] == 1

@@ -11,7 +11,7 @@ files (``io``), the in-memory indexes (``index``), bulk term counting (``term_co
 from __future__ import annotations
 
 from .lock import LockTimeout
-from .records import validate_name, validate_role
+from .records import clean_text, validate_name, validate_role
 from .store import NewSegment, RawStore, Segment, SegmentInfo, validate_session_id
 
 __all__: list[str] = []
