@@ -193,6 +193,7 @@ def _nested_openclaw(depth: int) -> str:
         ("deep.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n"),
         ("inline.toml", "a = " + "{b = " * 100_000 + "1" + "}" * 100_000 + "\n"),
     ],
+    ids=["openclaw.json", "deep.json", "deep.toml", "inline.toml"],
 )
 def test_deeply_nested_config_files_give_config_error(tmp_path: Path, name: str, text: str) -> None:
     # The openclaw.json raised RecursionError before.
@@ -297,7 +298,7 @@ def _outside(kind: str, low: float, high: float, low_open: bool) -> list[Any]:
     return [below, high + 0.001, math.inf, -math.inf, math.nan, 1e308]
 
 
-@pytest.mark.parametrize(("path", "info"), [(p, i) for p, _s, i in NUMERIC], ids=lambda v: str(v))
+@pytest.mark.parametrize(("path", "info"), [pytest.param(p, i, id=p) for p, _s, i in NUMERIC])
 def test_values_outside_a_range_name_the_setting_and_the_range(path: str, info: Any) -> None:
     kind, low, high, low_open = _bounds(info)
     shown = next(m.text for m in info.metadata if isinstance(m, Shown))
