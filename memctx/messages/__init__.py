@@ -24,7 +24,7 @@ from .anatomy import (
     with_tool_id,
 )
 from .calibration import CounterError, UsageFit, fit_usage, measure_counter
-from .edits import tool_result_text, with_tool_result_text
+from .edits import tool_result_text, with_text_block, with_tool_result_text
 from .markers import (
     COMPACTED_PREFIX,
     COMPACTION_SUMMARY_PREFIXES,

@@ -1,9 +1,11 @@
-"""Writers of a tool result's payload, kept beside the readers in :mod:`.anatomy`.
+"""Writers of a block's text, kept beside the readers in :mod:`.anatomy`.
 
 Masking an old output (``observation-masking``) and cutting an oversized one (overflow
 recovery) both replace a tool result's text and nothing else: the copy must read back with
-the same ids, name and error flag, so pairing is exactly the original's. One writer, here,
-mirrors where :func:`~memctx.messages.iter_blocks` reads each provider's payload from.
+the same ids, name and error flag, so pairing is exactly the original's. Cutting a text
+block too long for any window (a pasted log as the latest request) likewise replaces its
+text and nothing else. The writers, here, mirror where :func:`~memctx.messages.iter_blocks`
+reads each provider's payload from.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from .anatomy import BlockRef, RoleKind, role_kind
 
-__all__ = ["tool_result_text", "with_tool_result_text"]
+__all__ = ["tool_result_text", "with_text_block", "with_tool_result_text"]
 
 _RESULT_KEYS = ("content", "output", "response")  # where a typed result block keeps its payload
 
@@ -68,6 +70,30 @@ def with_tool_result_text(message: Mapping[str, Any], ref: BlockRef, text: str) 
     if isinstance(items, list) and 0 <= ref.index < len(items):
         items = list(items)
         items[ref.index] = _with_text(items[ref.index], text)
+        edited[ref.field] = items
+    return edited
+
+
+def with_text_block(message: Mapping[str, Any], ref: BlockRef, text: str) -> dict[str, Any]:
+    """A copy of ``message`` in which the text block ``ref`` (read from it) holds ``text``.
+
+    A plain string ``content`` is replaced; a block of a ``content`` or Gemini ``parts``
+    list keeps every key but its ``text`` (a bare string entry becomes ``text``). Only the
+    containers on the way are copied; ``message`` is never modified.
+    """
+    edited = dict(message)
+    if ref.field == "":
+        content = message.get("content")
+        if isinstance(content, str):
+            edited["content"] = text
+        elif isinstance(content, Mapping):
+            edited["content"] = {**content, "text": text}
+        return edited
+    items = message.get(ref.field)
+    if isinstance(items, list) and 0 <= ref.index < len(items):
+        items = list(items)
+        block = items[ref.index]
+        items[ref.index] = {**block, "text": text} if isinstance(block, Mapping) else text
         edited[ref.field] = items
     return edited
 

@@ -33,7 +33,10 @@
    head and tail in the copy sent, tighter while several together do not fit (seed 001's
    truncation,
    :func:`memctx.compaction.truncate_oversized_tool_results`; ``tool_results_cut``), so
-   the call fits instead of failing every turn; the agent's own list keeps them whole.
+   the call fits instead of failing every turn; the agent's own list keeps them whole. When
+   even that does not fit the window, text blocks of any role longer than the allowance (a
+   50 MB log pasted as the latest request) are cut the same way (``texts_cut``); only then
+   is a call counted ``over_window``.
 
 What each call did is kept as :attr:`MemoryContext.last_call`
 (:class:`memctx.runtime.call_record.ContextCallRecord`).
@@ -85,7 +88,7 @@ from memctx.trim import (
 
 from .archive import Archive
 from .call_record import CallNotes, ContextCallRecord, fallback_record, freeze_safely
-from .oversized import cut_oversized_results
+from .oversized import cut_oversized_results, cut_oversized_texts
 from .recall_step import RecallSetup, recall_turn
 from .stats import DistinctKeys, HookTimer
 from .worker import BackgroundWorker
@@ -506,6 +509,11 @@ class MemoryContext:
             )
             self._counts["tool_results_cut"] += cut
             notes.tool_results_cut = cut
+        if total > self.window:  # a text of any role longer than the window itself
+            out, total, cut = cut_oversized_texts(
+                out, total, self.window, self.window - self.config.reserve_tokens, count, infos
+            )
+            self._counts["texts_cut"] += cut
         if total > self.window:
             self._counts["over_window"] += 1  # the protected messages alone do not fit
         self._finish(out, total)
