@@ -27,4 +27,5 @@ from .query import build_query
 __all__ = [
     "build_query",
     "build_recall_block",
+    "parse_recall_block",
 ]
