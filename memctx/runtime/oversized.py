@@ -51,17 +51,12 @@ def cut_oversized_results(
         budget: The tokens the context should fit (the window less the reply's reserve).
         count: Tokens of one message.
     """
-    best, best_tokens, cut_count = messages, tokens, 0
-    limit = max_tool_result_chars(window)
-    while True:
+
+    def cut_results(limit: int) -> tuple[list[dict[str, Any]], int]:
         cut = truncate_oversized_tool_results(messages, max_chars=limit)
-        if not cut.truncated:
-            return best, best_tokens, cut_count
-        best, cut_count = cut.messages, cut.truncated
-        best_tokens = sum(count(m) for m in best)
-        if best_tokens <= budget or limit <= MIN_KEPT_TOOL_RESULT_CHARS:
-            return best, best_tokens, cut_count
-        limit = max(MIN_KEPT_TOOL_RESULT_CHARS, limit // 2)
+        return cut.messages, cut.truncated
+
+    return _cut_halving(messages, tokens, window, budget, count, cut_results)
 
 
 def cut_oversized_texts(
@@ -79,10 +74,41 @@ def cut_oversized_texts(
     blocks of any role (a recall block excepted). Unchanged, with ``tokens`` and 0, when no
     text block is over the allowance.
     """
+
+    def cut_texts(limit: int) -> tuple[list[dict[str, Any]], int]:
+        out: list[dict[str, Any]] = []
+        cut = 0
+        for message in messages:
+            edited = message
+            if not is_recalled_block(message):
+                # Block positions never change when a text is replaced: the refs serve.
+                for ref in infos.info(message).blocks:
+                    if ref.kind is not BlockKind.TEXT or len(ref.text) <= limit:
+                        continue
+                    short = truncated_text(ref.text, limit)
+                    if short is not ref.text:
+                        edited = with_text_block(edited, ref, short)
+                        cut += 1
+            out.append(edited)
+        return out, cut
+
+    return _cut_halving(messages, tokens, window, budget, count, cut_texts)
+
+
+def _cut_halving(
+    messages: list[dict[str, Any]],
+    tokens: int,
+    window: int,
+    budget: int,
+    count: Callable[[Any], int],
+    cut_to: Callable[[int], tuple[list[dict[str, Any]], int]],
+) -> tuple[list[dict[str, Any]], int, int]:
+    """``cut_to(limit)`` from seed 001's allowance down, halving while the result is over
+    ``budget``: the cut context, its tokens and how many pieces were cut."""
     best, best_tokens, cut_count = messages, tokens, 0
     limit = max_tool_result_chars(window)
     while True:
-        edited, cut = _cut_texts(messages, limit, infos)
+        edited, cut = cut_to(limit)
         if not cut:
             return best, best_tokens, cut_count
         best, cut_count = edited, cut
@@ -90,23 +116,3 @@ def cut_oversized_texts(
         if best_tokens <= budget or limit <= MIN_KEPT_TOOL_RESULT_CHARS:
             return best, best_tokens, cut_count
         limit = max(MIN_KEPT_TOOL_RESULT_CHARS, limit // 2)
-
-
-def _cut_texts(
-    messages: list[dict[str, Any]], limit: int, infos: InfoCache
-) -> tuple[list[dict[str, Any]], int]:
-    out: list[dict[str, Any]] = []
-    cut = 0
-    for message in messages:
-        edited = message
-        if not is_recalled_block(message):
-            # Block positions never change when a text is replaced: the original refs serve.
-            for ref in infos.info(message).blocks:
-                if ref.kind is not BlockKind.TEXT or len(ref.text) <= limit:
-                    continue
-                short = truncated_text(ref.text, limit)
-                if short is not ref.text:
-                    edited = with_text_block(edited, ref, short)
-                    cut += 1
-        out.append(edited)
-    return out, cut
