@@ -460,11 +460,7 @@ class MemoryContextConfig(_Model):
     """Mask secrets before anything is persisted."""
     knowledge_extraction: bool = True
     """Extract facts with an LLM after compaction."""
-    extraction_max_message_tokens: Annotated[
-        int,
-        _rule(lambda v: 1_000 <= v <= 1_000_000, "an integer from 1,000 to 1,000,000"),
-        Shown("integer from 1,000 to 1,000,000"),
-    ] = 16_000
+    extraction_max_message_tokens: Annotated[int, *_between(1_000, 1_000_000)] = 16_000
     """Tokens (``ceil(chars / 3)``) of one message that knowledge extraction reads at most,
     whatever its role. A longer message is read as its head and tail, half of this each
     (messages up to 1.5x this are read whole), so one message costs a bounded number of
@@ -544,8 +540,8 @@ class MemoryContextConfig(_Model):
     recall cap leave no room for history; what it sends fits the window whatever this is."""
     recall_window_ratio: Ratio = 0.10
     """Recall cap = ``min(hardCapTokens, floor(window x recallWindowRatio))``. Up to 1.0 is
-    allowed: a block never takes more than the kept messages leave of ``window -
-    reserveTokens``."""
+    allowed: beyond a tenth of the window, a block takes only what the kept messages leave
+    of ``window - reserveTokens``, and it never takes the context past the window."""
     knowledge_share: Ratio = 0.3
     """Share of the recall cap for ``<knowledge>``; the rest goes to ``<detail>``."""
     protected_recent_messages: Annotated[int, *_between(0, 1_000)] = 6

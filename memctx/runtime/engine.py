@@ -21,9 +21,9 @@
 5. search details (raw store) and knowledge; segments still in the context are skipped
    (:mod:`memctx.runtime.recall_step`);
 6. if a fact matches or the best detail scores at least ``autoRecallMinBestScore``, build
-   the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)``, or
-   under what the kept messages leave of ``window − reserve`` when that is less
-   (``recall_cap_reduced``), and
+   the ``<recalled-context>`` block under ``min(hardCapTokens, 10% of window)``, or less
+   when the kept messages leave less (``recall_cap_reduced``; never past the window, see
+   :meth:`MemoryContext._recall_room`), and
    insert it where ``recallPlacement`` says: just before the latest user request by
    default (the prefix before it stays in the prompt cache), after the system prompt and a
    compaction summary (the seed's place), or at the end;
@@ -564,17 +564,24 @@ class MemoryContext:
         return cut[1] <= self.window
 
     def _recall_room(self, kept: list[dict[str, Any]], tokens: int) -> int:
-        """Tokens the recall block may take this turn: its cap, or less when the kept
-        messages leave less of ``window - reserveTokens`` (they are over :attr:`safe_limit`
-        when protected messages could not be trimmed, or ``recallWindowRatio`` is so large
-        that the cap is most of the window). Oversized tool results count as the cut leaves
-        them, with room for the whole cap, as before. 0 or less: no block."""
+        """Tokens the recall block may take this turn; 0 or less: no block.
+
+        The trim leaves the block its cap within ``window - reserveTokens``. When the kept
+        messages take more (protected messages the trim could not remove), the block still
+        gets up to a tenth of the window (the seed's share; more only from what is left of
+        ``window - reserveTokens``): the agent's own messages took the reply's reserve, and
+        the turn's recall is what the eval measures with it. In no case does the block take
+        the context past the window, so a cap as large as the window (``recallWindowRatio``
+        1.0) gets only what the kept messages leave of ``window - reserveTokens``.
+        Oversized tool results count as the cut leaves them, with room for the whole cap.
+        """
         limit = self.window - self.config.reserve_tokens
         if tokens > limit:
             count = self._tokens.count_message
             budget = limit - self.recall_cap
             tokens = cut_oversized_results(kept, tokens, self.window, budget, count)[1]
-        return min(self.recall_cap, limit - tokens)
+        usual = min(self.recall_cap, self.window // 10)
+        return min(self.recall_cap, self.window - tokens, max(limit - tokens, usual))
 
     def _finish(self, out: Sequence[Any], total: int) -> None:
         """Freeze the call's notes into :attr:`last_call` (a failure there costs the record

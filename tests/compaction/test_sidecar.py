@@ -102,7 +102,7 @@ def _own_gists(case: SidecarCase) -> set[str]:
     summaries are left out here with memctx.messages' recognisers, not the sidecar's rules."""
     own = [m for m in case.messages if not is_recalled_block(m) and not is_compaction_summary(m)]
     reference = SessionSummary(
-        Path("/nonexistent/s"), _config(10**6, case.item_chars), writable=False
+        Path("/nonexistent/s"), _config(10_000, case.item_chars), writable=False
     )
     reference.update(own)
     return {item.text for item in reference.items}

@@ -122,7 +122,27 @@ def test_settings_that_leave_no_room_for_history_are_named_once(
     assert _tokens(out) <= WINDOW
 
 
-def test_a_recall_block_never_takes_the_replys_reserve(tmp_path: Path) -> None:
+def test_protected_messages_in_the_reserve_leave_the_block_its_usual_share(
+    tmp_path: Path,
+) -> None:
+    # 16 protected messages (~5,300 tokens) fill window - reserveTokens (4,000) by
+    # themselves: the block still gets its cap (a tenth of the window), within the window.
+    config = MemoryContextConfig(knowledge_extraction=False, protected_recent_messages=16)
+    with MemoryContext(
+        config, store_dir=tmp_path, session_id="s", context_window_tokens=WINDOW
+    ) as mem:
+        mem.on_before_compact(_conversation())
+        out = mem.on_context(_conversation())
+        record = mem.last_call
+        assert "recall_cap_reduced" not in mem.stats()["counts"]
+    assert _tokens(out) > WINDOW - config.reserve_tokens  # the agent's messages took it
+    assert _tokens(out) <= WINDOW
+    block = next(m for m in out if is_recalled_block(m))
+    assert "7003" in block["content"]
+    assert record is not None and record.recall_tokens <= config.recall_cap_tokens(WINDOW)
+
+
+def test_a_recall_block_as_large_as_the_window_leaves_the_replys_reserve(tmp_path: Path) -> None:
     # The cap is the whole window; the block gets what the kept messages leave of
     # window - reserveTokens, so the reply keeps its reserve.
     config = MemoryContextConfig(

@@ -480,7 +480,7 @@ def test_max_injected_chars_caps_what_search_returns(tmp_path: Path) -> None:
             assert shown == hit.text or (cap < len(shown) and shown.startswith(hit.text))
         return [h.text for h in found]
 
-    whole = hits(10**9)
+    whole = hits(10**8)
     assert len(whole) == 10 and sum(map(len, whole)) > 5_000
     default = hits(4_000)  # the default cap
     assert sum(map(len, default)) <= 4_000 and len(default) < len(whole)
