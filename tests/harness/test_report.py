@@ -385,7 +385,7 @@ def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> 
         "| meerkat × hash | $0.01537 | $68.0790 | 27.1 % (23–32) n=380 | on the frontier |",
         "| openclaw × transformer | $0.02242 | $99.2868 | 26.6 % (22–31) n=380 | dominated by "
         "meerkat × hash |",
-        "| memory-context × hash | $0.02724 | $120.6402 | 72.1 % (67–77) n=380 | on the frontier |",
+        "| memory-context × hash | $0.02727 | $120.7712 | 72.1 % (67–77) n=380 | on the frontier |",
         "| planner | $0.02585 | $114.4692 | 25.5 % (21–30) n=380 | dominated by meerkat × hash |",
         "| full | $0.07523 | $333.1273 | 81.8 % (52–100) n=11 | not comparable: accuracy over "
         "11 of 380 probes only |",
