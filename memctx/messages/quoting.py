@@ -29,6 +29,7 @@ a little punctuation (no ``:``, ``[``, ``]``, ``<``), bounded in length.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -93,6 +94,7 @@ def indent_continuation(text: str) -> str:
     return text.replace("\n", "\n" + CONTINUATION) if "\n" in text else text
 
 
+@lru_cache(maxsize=4096)  # labels repeat: the same roles, names and tools on every item
 def safe_label(name: str, default: str = "unknown") -> str:
     """``name`` as a label: letters, digits, spaces and ``.,'()+-`` only, one line,
     whitespace collapsed, at most :data:`LABEL_MAX_CHARS` characters, not starting with

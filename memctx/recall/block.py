@@ -199,8 +199,14 @@ class RecallItem:
         many candidates then costs one count each, not one whitespace pass each."""
         if self.kind == "knowledge" or "line" in self.__dict__:
             return count(self.line)
+        return count(self.rough_line)
+
+    @cached_property
+    def rough_line(self) -> str:
+        """:attr:`line` before whitespace compaction: what :meth:`cost` counts (computed
+        once: the fill asks an item's cost several times)."""
         shown = indent_continuation(quote_text(normalize_breaks(self.text)))
-        return count(f"{safe_label(self.label)}: {shown}")
+        return f"{safe_label(self.label)}: {shown}"
 
 
 @dataclass(frozen=True)
