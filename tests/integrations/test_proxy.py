@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -151,6 +152,8 @@ class Upstream:
         body = await request.json()
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.received.append(Received(request.path, headers, body))
+        if request.headers.get("x-test-sleep"):
+            await asyncio.sleep(float(request.headers["x-test-sleep"]))
         if request.headers.get("x-test-fail"):
             status = int(request.headers["x-test-fail"])
             error = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
@@ -492,3 +495,115 @@ def test_cli_help_documents_every_option_and_bad_options_fail_clearly(
     assert "--window" in capsys.readouterr().err
     assert main(["proxy", "--upstream", "ftp://x", "--store", store, "--window", "10"]) == 2
     assert "http" in capsys.readouterr().err
+
+
+def test_a_silent_upstream_is_a_504_after_the_timeout(tmp_path: Path) -> None:
+    running = Servers(tmp_path / "store", upstream_timeout=0.3)
+    try:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            _anthropic(running, **{"x-test-sleep": "3"}).messages.create(
+                model="claude-test", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            )
+        assert caught.value.status_code == 504
+        assert running.stats.upstream_failures == 1
+    finally:
+        running.close()
+
+
+class _Overlap:
+    """A strategy that notes whether two requests of its session ever ran in it at once."""
+
+    def __init__(self) -> None:
+        self.inside = 0
+        self.most = 0
+        self.calls = 0
+        self.guard = threading.Lock()
+
+    def compact(self, transcript: Any, tokens: int | None = None) -> Any:
+        return None
+
+    def prepare(self, transcript: Any) -> Any:
+        with self.guard:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        threading.Event().wait(0.02)  # long enough for a second request to arrive meanwhile
+        with self.guard:
+            self.inside -= 1
+            self.calls += 1
+        return type("P", (), {"context": list(transcript)})()
+
+    def end_session(self, transcript: Any) -> None:
+        pass
+
+    def close(self) -> dict[str, float]:
+        return {}
+
+
+def test_requests_of_one_session_are_serialised_and_sessions_run_in_parallel(
+    tmp_path: Path,
+) -> None:
+    made: dict[str, _Overlap] = {}
+
+    def factory(session_id: str) -> Strategy:
+        made[session_id] = _Overlap()
+        return made[session_id]  # type: ignore[return-value]
+
+    running = Servers(tmp_path / "store", strategy_factory=factory)
+    try:
+
+        def one(i: int) -> None:
+            _openai(running, **{"x-memctx-session": f"s{i % 2}"}).chat.completions.create(
+                model="gpt-test", messages=[{"role": "user", "content": f"q{i}"}]
+            )
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            list(pool.map(one, range(12)))
+        assert sorted(made) == ["s0", "s1"]
+        assert [made[s].calls for s in ("s0", "s1")] == [6, 6]
+        assert all(strategy.most == 1 for strategy in made.values())
+    finally:
+        running.close()
+
+
+def test_api_keys_never_reach_the_log(servers: Servers, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    _anthropic(servers).messages.create(
+        model="claude-test", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+    )
+    with pytest.raises(anthropic.APIStatusError):
+        _anthropic(servers, **{"x-test-fail": "500"}).messages.create(
+            model="claude-test", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+        )
+    with httpx.Client() as client:  # not JSON: memctx fails, logs, forwards
+        client.post(servers.base + "/v1/messages", content=b"{", headers={"x-api-key": API_KEY})
+    assert servers.stats.memctx_failures == 1
+    assert caplog.records and "SECRETKEY" not in caplog.text
+
+
+def test_the_command_serves_and_prints_the_lines_to_export(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "memctx.cli", "proxy", "--upstream", "http://127.0.0.1:9"]
+    command += ["--store", str(tmp_path / "s"), "--window", "8000", "--listen", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().strip()
+        second = process.stdout.readline().strip()
+        assert first == f"export ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"
+        assert second == f"export OPENAI_BASE_URL=http://127.0.0.1:{port}/v1"
+        for _ in range(100):  # the server is up once it answers (502: upstream is closed)
+            try:
+                answer = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json={}, timeout=5)
+                break
+            except httpx.TransportError:
+                threading.Event().wait(0.1)
+        assert answer.status_code == 502
+    finally:
+        process.terminate()
+        process.wait(30)
