@@ -8,6 +8,6 @@ May import: :mod:`memctx.strategies` and everything below it.
 
 from __future__ import annotations
 
-from .proxy import ProxySettings, ProxyStats, build_proxy_app, serve_proxy
+from .proxy import STATS_KEY, ProxySettings, ProxyStats, build_proxy_app, serve_proxy
 
 __all__: list[str] = []
