@@ -123,6 +123,11 @@ def main() -> None:
     print("\n== speed goals of single components ==")
     run_speed_goals()
 
+    from .proxy import run_proxy_bench
+
+    print("\n== the proxy's added latency ==")
+    run_proxy_bench()
+
     try:
         from .store import run_store_bench
     except ImportError:

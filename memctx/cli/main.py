@@ -5,7 +5,8 @@ datasets), ``replay`` (real transcripts through ``MemoryContext`` or a strategy:
 :mod:`memctx.cli.replay_cmd`), ``search`` (memory_search over a store), ``check`` (load
 transcripts, report pairing and redaction), ``calibrate`` (token counters against
 provider-reported usage), ``foundation`` (check and calibrate; by default over the real
-datasets) and ``trajectories``. Heavy modules are imported inside each command.
+datasets), ``trajectories`` and ``proxy`` (:mod:`memctx.cli.proxy_cmd`). Heavy modules
+are imported inside each command.
 
 Every command that reads transcripts takes files, ``FILE#N`` (the N-th transcript of a file
 holding several, counted from 0) and, for ``check``, ``calibrate`` and ``foundation``,
@@ -39,6 +40,7 @@ from .options import (
     fail,
     positive,
 )
+from .proxy_cmd import add_proxy_arguments, proxy_command
 from .replay_cmd import add_replay_arguments, replay_command
 from .show_cmd import add_show_arguments, show_command
 
@@ -250,6 +252,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="must match the embedder that built the store",
     )
     search.set_defaults(func=_cmd_search)
+
+    proxy = sub.add_parser(
+        "proxy",
+        help="an HTTP proxy in front of a provider's API: memctx on every call of any agent",
+        description="Serve Anthropic Messages (POST /v1/messages) and OpenAI Chat Completions "
+        "(POST /v1/chat/completions), streaming or not: each request's messages go through the "
+        "strategy of its session (the x-memctx-session header, else a hash of the system prompt "
+        "and the first user message) and on to --upstream; auth headers and the answer pass "
+        "through unchanged. Prints the line to export (ANTHROPIC_BASE_URL / OPENAI_BASE_URL).",
+    )
+    add_proxy_arguments(proxy)
+    proxy.set_defaults(func=proxy_command)
 
     replay = sub.add_parser(
         "replay",
