@@ -71,6 +71,8 @@ _LOG_FILE = "hook.log"
 _RECALL_CAP_TOKENS = 2_400
 _WINDOW = 200_000
 _CLOSE_TIMEOUT_S = 45.0  # within Claude Code's hook timeout, extraction included
+_NOTE_ROOM = 200  # the omission note and its two newlines
+_TAIL_CHARS = 1_000
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _RULE_TYPES = ("decision", "config", "architecture")
 _TASK_TYPE = "task_state"
@@ -156,7 +158,7 @@ def _answer(event: Mapping[str, Any], store: Path) -> dict[str, Any] | None:
         prompt = event.get("prompt")
         if not isinstance(prompt, str):
             raise ValueError("a UserPromptSubmit event needs a string 'prompt'")
-        return _context_answer(name, recall_text(store, _session_id(event), prompt))
+        return context_answer(name, recall_text(store, _session_id(event), prompt))
     if name == "SessionStart":
         if event.get("source") not in ("compact", "resume"):
             return None
@@ -165,17 +167,21 @@ def _answer(event: Mapping[str, Any], store: Path) -> dict[str, Any] | None:
             recall_text(store, _session_id(event), request) if request else "",
             project_knowledge(store),
         ]
-        return _context_answer(name, "\n\n".join(p for p in parts if p))
+        return context_answer(name, "\n\n".join(p for p in parts if p))
     raise ValueError(
         f"memctx answers {', '.join(HOOK_EVENTS)}, not {name!r}; register it only for those"
     )
 
 
-def _context_answer(event_name: str, text: str) -> dict[str, Any] | None:
+def context_answer(event_name: str, text: str) -> dict[str, Any] | None:
+    """What the hook prints for ``text``: ``None`` for nothing; else ``hookSpecificOutput``
+    with ``text`` as ``additionalContext``, its middle cut (an omission note in its place,
+    the block's closing tag kept) when over :data:`MAX_CONTEXT_CHARS`."""
     if not text.strip():
         return None
     if len(text) > MAX_CONTEXT_CHARS:
-        text = cut_middle(text, MAX_CONTEXT_CHARS)
+        room = MAX_CONTEXT_CHARS - _NOTE_ROOM
+        text = cut_middle(text, room - _TAIL_CHARS, _TAIL_CHARS)[:MAX_CONTEXT_CHARS]
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
 
 
@@ -279,9 +285,9 @@ def _log_failure(store: Path | None, exc: BaseException) -> None:
     line = Redactor().redact(line)
     if store is not None:
         with contextlib.suppress(Exception):
-            log = resolve_store_dir(store) / _STATE_DIR / _LOG_FILE
-            log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            log = Path(_STATE_DIR) / _LOG_FILE
+            fd = open_in_store(store, log, flags, doing="append to", create_dirs=True)
             with os.fdopen(fd, "a", encoding="utf-8") as fh:
                 fh.write(line)
             return

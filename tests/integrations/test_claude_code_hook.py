@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctx.integrations import MAX_CONTEXT_CHARS, default_store_dir, run_hook
-from memctx.integrations.claude_code import archive_transcript
+from memctx.integrations.claude_code import archive_transcript, context_answer
 from memctx.store import KnowledgeStore, NewFact
 from memctx.store.knowledge_rules import FactType
 from memctx.text import Redactor
@@ -165,6 +165,23 @@ def test_any_stdin_exits_zero_and_prints_nothing_or_valid_json(
     printed = _hook(data, store)
     if printed:
         json.loads(printed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=30_000), st.integers(0, 4))
+def test_the_answer_is_within_the_limit_and_keeps_both_ends(text: str, pad: int) -> None:
+    text = text * (pad + 1)
+    answer = context_answer("UserPromptSubmit", text)
+    if not text.strip():
+        assert answer is None
+        return
+    assert answer is not None
+    shown = answer["hookSpecificOutput"]["additionalContext"]
+    assert len(shown) <= MAX_CONTEXT_CHARS
+    if len(text) <= MAX_CONTEXT_CHARS:
+        assert shown == text
+    else:
+        assert shown.startswith(text[:1_000]) and shown.endswith(text[-500:])
 
 
 def _cli_hook(stdin: str, store: Path) -> subprocess.CompletedProcess[str]:

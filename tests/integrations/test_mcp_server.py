@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from helpers.claude_code_sessions import session_records, write_session
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from memctx.integrations import run_hook
-
-pytest.importorskip("mcp")
-
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
 
 BIG_MARKER = "checksum-row-77321"
 
