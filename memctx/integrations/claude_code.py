@@ -66,9 +66,10 @@ MCP_SERVER_NAME = "memctx"
 HOOK_TIMEOUT_S = 60
 _STATE_DIR = "claude-code"
 _LOG_FILE = "hook.log"
-# The block's token cap: about 10,000 characters at ~4 characters a token, so the block
-# rarely needs the final character cut.
-_RECALL_CAP_TOKENS = 2_400
+# The block's first token cap: about 10,000 characters at the ~3 characters a token of
+# code-heavy sessions; a block still over is rendered again with a cap scaled down to fit.
+_RECALL_CAP_TOKENS = 3_300
+_REFITS = 3
 _WINDOW = 200_000
 _CLOSE_TIMEOUT_S = 45.0  # within Claude Code's hook timeout, extraction included
 _NOTE_ROOM = 200  # the omission note and its two newlines
@@ -104,12 +105,10 @@ def _session_id(event: Mapping[str, Any]) -> str:
     return "cc-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _hook_config() -> MemoryContextConfig:
+def _hook_config(cap_tokens: int = _RECALL_CAP_TOKENS) -> MemoryContextConfig:
     """The engine's settings in a hook: recall across the project's sessions (a new session
-    recalls the earlier ones), a block within :data:`MAX_CONTEXT_CHARS`."""
-    return MemoryContextConfig().with_overrides(
-        {"crossSession": True, "hardCapTokens": _RECALL_CAP_TOKENS}
-    )
+    recalls the earlier ones), a block of at most ``cap_tokens``."""
+    return MemoryContextConfig().with_overrides({"crossSession": True, "hardCapTokens": cap_tokens})
 
 
 # -- the hook ----------------------------------------------------------------------------------
@@ -230,12 +229,25 @@ def _archived_count(store: Path, state: Path) -> int:
 
 
 def recall_text(store: Path, session: str, query: str) -> str:
-    """The recall block memctx would insert for ``query``; ``""`` when nothing is relevant."""
+    """The recall block memctx would insert for ``query``, filling but not passing
+    :data:`MAX_CONTEXT_CHARS` where it can (a block over it is rendered again with a token
+    cap scaled to fit, whole items rather than a cut); ``""`` when nothing is relevant."""
     if not query.strip() or not (resolve_store_dir(store) / "segments.jsonl").exists():
         return ""
+    cap = _RECALL_CAP_TOKENS
+    text = ""
+    for _ in range(_REFITS):
+        text = _recall_once(store, session, query, cap)
+        if len(text) <= MAX_CONTEXT_CHARS:
+            break
+        cap = max(int(cap * MAX_CONTEXT_CHARS / len(text) * 0.95), 1)
+    return text
+
+
+def _recall_once(store: Path, session: str, query: str, cap_tokens: int) -> str:
     asked = {"role": "user", "content": query}
     with MemoryContext(
-        _hook_config(), store_dir=store, session_id=session, context_window_tokens=_WINDOW
+        _hook_config(cap_tokens), store_dir=store, session_id=session, context_window_tokens=_WINDOW
     ) as engine:
         out = engine.on_context([asked])
         record = engine.last_call
