@@ -206,14 +206,35 @@ def archive_transcript(event: Mapping[str, Any], store: Path) -> int:
     new = messages[done:]
     if not new:
         return 0
-    with MemoryContext(
+    engine = MemoryContext(
         _hook_config(), store_dir=store, session_id=session, context_window_tokens=_WINDOW
-    ) as engine:
+    )
+    try:
         engine.on_before_compact(new)
-        engine.wait_idle(_CLOSE_TIMEOUT_S)
-        failed = engine.stats().get("errors", {})
-    if failed and isinstance(failed, Mapping) and failed.get("on_before_compact"):
-        raise RuntimeError(f"archiving failed: {failed}")
+        # Archiving and extraction run on the engine's worker: wait for them, but never past
+        # the hook's time (the worker is a daemon thread; what is left dies with the process).
+        finished = engine.wait_idle(_CLOSE_TIMEOUT_S)
+        stats = engine.stats()
+    finally:
+        engine.close(timeout=1.0)
+    # What must have worked for the watermark to move: the hook itself and the archive's
+    # writes (segments, output refs). A failed extraction only loses facts, not history.
+    failures = {
+        key: value
+        for key, value in stats["counts"].items()
+        if key in ("on_before_compact_failures", "archive_failures") and value
+    }
+    failures |= {
+        f"worker {kind}": value
+        for kind, value in stats["worker"]["failed"].items()
+        if kind in ("archive", "output_ref") and value
+    }
+    if failures or not finished:
+        # The watermark stays where it was: the next PreCompact offers these messages again.
+        raise RuntimeError(
+            f"archiving {len(new)} messages of {session} did not finish "
+            f"({failures or 'timed out'}): {stats.get('last_error')}"
+        )
     atomic_write_beneath(store, state, json.dumps({"messages": len(messages)}).encode())
     return len(new)
 

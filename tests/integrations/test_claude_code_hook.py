@@ -217,3 +217,16 @@ def test_the_command_answers_a_prompt(tmp_path: Path, session: Path) -> None:
     done = _cli_hook(_event("UserPromptSubmit", session, tmp_path, prompt=prompt), store)
     assert done.returncode == 0
     assert FACT in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_failed_archive_leaves_the_messages_for_the_next_compaction(
+    tmp_path: Path, session: Path
+) -> None:
+    store = tmp_path / "store"
+    (store / "segments.jsonl").mkdir(parents=True)  # the raw store cannot be written
+    event = _event("PreCompact", session, tmp_path, trigger="auto")
+    assert _hook(event, store) == ""
+    assert not (store / "claude-code" / "archived-sess-1.json").exists()
+    assert "did not finish" in (store / "claude-code" / "hook.log").read_text(encoding="utf-8")
+    (store / "segments.jsonl").rmdir()
+    assert archive_transcript(json.loads(event), store) == 48
