@@ -36,7 +36,7 @@ from typing import IO, Any
 
 from memctx.config import MemoryContextConfig
 from memctx.fs import atomic_write_beneath
-from memctx.messages import message_text
+from memctx.messages import is_compaction_summary, message_text
 from memctx.runtime import MemoryContext
 from memctx.store import KnowledgeStore, open_in_store, resolve_store_dir
 from memctx.text import Redactor, cut_middle
@@ -278,10 +278,11 @@ def _recall_once(store: Path, session: str, query: str, cap_tokens: int) -> str:
 
 
 def _last_user_request(event: Mapping[str, Any]) -> str:
-    """The last user message of the transcript that the user wrote (not a tool result)."""
+    """The last user message of the transcript that the user wrote (not a tool result, not
+    the summary a compaction left)."""
     messages = load_transcript(_transcript_path(event), "claude-code").messages
     for message in reversed(messages):
-        if message.get("role") != "user":
+        if message.get("role") != "user" or is_compaction_summary(message):
             continue
         content = message.get("content")
         if isinstance(content, list) and any(

@@ -230,3 +230,28 @@ def test_a_failed_archive_leaves_the_messages_for_the_next_compaction(
     assert "did not finish" in (store / "claude-code" / "hook.log").read_text(encoding="utf-8")
     (store / "segments.jsonl").rmdir()
     assert archive_transcript(json.loads(event), store) == 48
+
+
+def test_session_start_skips_the_compaction_summary_for_the_last_request(
+    tmp_path: Path, session: Path
+) -> None:
+    store = tmp_path / "store"
+    # A history the block cannot hold whole: what it recalls depends on the query.
+    records = session_records("sess-1", 300)
+    write_session(session, records)
+    _hook(_event("PreCompact", session, tmp_path, trigger="auto"), store)
+    asked = {**records[12], "uuid": "u-ask", "parentUuid": records[-1]["uuid"]}
+    summary = {
+        **records[0],
+        "uuid": "u-summary",
+        "parentUuid": "u-ask",
+        "isCompactSummary": True,
+        "message": {
+            "role": "user",
+            "content": "This session is being continued from a previous conversation that "
+            "ran out of context. The deploy script and the login page were fixed.",
+        },
+    }
+    write_session(session, [*records, asked, summary])
+    printed = _hook(_event("SessionStart", session, tmp_path, source="compact"), store)
+    assert FACT in json.loads(printed)["hookSpecificOutput"]["additionalContext"]
