@@ -62,6 +62,10 @@ STORE_HOME_ENV = "MEMCTX_HOME"
 """Where per-project stores live (``$MEMCTX_HOME/claude-code/<project>-<hash>``); default
 ``~/.memctx``."""
 
+PRECOMPACT_WAIT_S = 45.0
+"""Most seconds PreCompact waits for archiving and extraction, within Claude Code's 60 s
+hook timeout; extraction still running then is cut off (the messages are archived)."""
+
 MCP_SERVER_NAME = "memctx"
 HOOK_TIMEOUT_S = 60
 _STATE_DIR = "claude-code"
@@ -71,7 +75,6 @@ _LOG_FILE = "hook.log"
 _RECALL_CAP_TOKENS = 3_300
 _REFITS = 3
 _WINDOW = 200_000
-_CLOSE_TIMEOUT_S = 45.0  # within Claude Code's hook timeout, extraction included
 _NOTE_ROOM = 200  # the omission note and its two newlines
 _TAIL_CHARS = 1_000
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
@@ -211,14 +214,15 @@ def archive_transcript(event: Mapping[str, Any], store: Path) -> int:
     )
     try:
         engine.on_before_compact(new)
-        # Archiving and extraction run on the engine's worker: wait for them, but never past
-        # the hook's time (the worker is a daemon thread; what is left dies with the process).
-        finished = engine.wait_idle(_CLOSE_TIMEOUT_S)
+        # Archiving, then extraction, run on the engine's worker in that order: wait for
+        # them, but never past the hook's time (the worker is a daemon thread; what is left
+        # dies with the process).
+        finished = engine.wait_idle(PRECOMPACT_WAIT_S)
         stats = engine.stats()
     finally:
         engine.close(timeout=1.0)
     # What must have worked for the watermark to move: the hook itself and the archive's
-    # writes (segments, output refs). A failed extraction only loses facts, not history.
+    # writes (segments, output refs). A failed or unfinished extraction loses facts only.
     failures = {
         key: value
         for key, value in stats["counts"].items()
@@ -229,13 +233,22 @@ def archive_transcript(event: Mapping[str, Any], store: Path) -> int:
         for kind, value in stats["worker"]["failed"].items()
         if kind in ("archive", "output_ref") and value
     }
-    if failures or not finished:
+    if failures or stats.get("pending_segments", 0):
         # The watermark stays where it was: the next PreCompact offers these messages again.
         raise RuntimeError(
             f"archiving {len(new)} messages of {session} did not finish "
             f"({failures or 'timed out'}): {stats.get('last_error')}"
         )
     atomic_write_beneath(store, state, json.dumps({"messages": len(messages)}).encode())
+    if not finished:
+        _log_failure(
+            store,
+            TimeoutError(
+                f"extraction of {len(new)} archived messages of {session} did not finish "
+                f"within {PRECOMPACT_WAIT_S:.0f} s; their facts are partly missing (the "
+                "messages themselves are archived and searchable)"
+            ),
+        )
     return len(new)
 
 

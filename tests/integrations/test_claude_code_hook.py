@@ -255,3 +255,18 @@ def test_session_start_skips_the_compaction_summary_for_the_last_request(
     write_session(session, [*records, asked, summary])
     printed = _hook(_event("SessionStart", session, tmp_path, source="compact"), store)
     assert FACT in json.loads(printed)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_extraction_cut_off_by_the_hook_time_still_moves_the_watermark_and_logs(
+    tmp_path: Path, session: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memctx.integrations import claude_code
+
+    monkeypatch.setattr(claude_code, "PRECOMPACT_WAIT_S", 0.0)  # extraction cannot finish
+    store = tmp_path / "store"
+    event = json.loads(_event("PreCompact", session, tmp_path, trigger="auto"))
+    assert archive_transcript(event, store) == 48
+    assert (store / "claude-code" / "archived-sess-1.json").exists()
+    log = (store / "claude-code" / "hook.log").read_text(encoding="utf-8")
+    assert "extraction of 48 archived messages of sess-1 did not finish" in log
+    assert archive_transcript(event, store) == 0
