@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from memctx.config import MemoryContextConfig
+from memctx.errors import StoreError
 from memctx.fs import atomic_write_beneath
 from memctx.messages import is_compaction_summary, message_text
 from memctx.runtime import MemoryContext
-from memctx.store import KnowledgeStore, open_in_store, resolve_store_dir
+from memctx.store import KnowledgeStore, open_in_store, resolve_store_dir, validate_session_id
 from memctx.text import Redactor, cut_middle
 from memctx.transcripts import load_transcript
 
@@ -77,7 +78,6 @@ _REFITS = 3
 _WINDOW = 200_000
 _NOTE_ROOM = 200  # the omission note and its two newlines
 _TAIL_CHARS = 1_000
-_SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _RULE_TYPES = ("decision", "config", "architecture")
 _TASK_TYPE = "task_state"
 _MAX_FACTS = 20
@@ -102,9 +102,9 @@ def default_store_dir(cwd: str | os.PathLike[str]) -> Path:
 def _session_id(event: Mapping[str, Any]) -> str:
     """Claude Code's session id (a UUID) as a store session id; anything else hashed."""
     raw = event.get("session_id")
+    with contextlib.suppress(StoreError):
+        return validate_session_id(raw)
     text = raw if isinstance(raw, str) else ""
-    if _SESSION_RE.match(text):
-        return text
     return "cc-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

@@ -270,3 +270,15 @@ def test_extraction_cut_off_by_the_hook_time_still_moves_the_watermark_and_logs(
     log = (store / "claude-code" / "hook.log").read_text(encoding="utf-8")
     assert "extraction of 48 archived messages of sess-1 did not finish" in log
     assert archive_transcript(event, store) == 0
+
+
+@pytest.mark.parametrize("session_id", ["..", "a/b", "", None, "x" * 300])
+def test_an_unsafe_session_id_is_hashed_into_a_safe_one(
+    tmp_path: Path, session: Path, session_id: object
+) -> None:
+    store = tmp_path / "store"
+    event = json.loads(_event("PreCompact", session, tmp_path))
+    event["session_id"] = session_id
+    assert archive_transcript(event, store) == 48
+    (state,) = (store / "claude-code").glob("archived-*.json")
+    assert state.name.startswith("archived-cc-")
