@@ -151,6 +151,11 @@ def main() -> None:
     print("\n== planner (seed 004) against truncate and memory-context, long sessions ==")
     run_planner_bench()
 
+    from .claude_code_hook import run_hook_bench
+
+    print("\n== memctx claude-code hook, each event a fresh process ==")
+    run_hook_bench()
+
     locomo = datasets_dir() / "locomo" / "locomo7.json"
     if not locomo.exists():
         print(f"\nLoCoMo: {locomo} not found; set MEMCTX_DATASETS to the datasets folder")

@@ -31,6 +31,7 @@ from pathlib import Path
 from memctx.errors import MemctxError
 from memctx.transcripts import shared_datasets_dir
 
+from .claude_code_cmd import add_claude_code_parser, add_mcp_parser
 from .compare_cmd import add_compare_arguments, compare_command
 from .inputs import TRANSCRIPT_ARG_HELP, split_transcript_arg
 from .options import (
@@ -326,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_compare_arguments(compare)
     compare.set_defaults(func=compare_command)
+
+    add_claude_code_parser(sub)
+    add_mcp_parser(sub)
 
     for name, func, text in (
         ("gen", _cmd_gen, "generate the scenario datasets (memctx gen --help)"),
