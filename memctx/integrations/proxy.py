@@ -34,6 +34,7 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from memctx.config import MemoryContextConfig
 from memctx.strategies import Messages, Strategy, make_strategy
+from memctx.text import redact
 
 __all__ = ["STATS_KEY", "ProxySettings", "ProxyStats", "build_proxy_app", "serve_proxy"]
 
@@ -320,10 +321,12 @@ def build_proxy_app(
             return json.dumps(out).encode()
         except Exception as exc:  # the agent's call goes on without memctx
             stats.memctx_failures += 1
+            # An error's text can quote the conversation: it is redacted like anything
+            # memctx keeps, so a secret in a message never reaches the log this way.
             log.warning(
                 "memctx proxy: forwarding a request unchanged (%s: %s)",
                 type(exc).__name__,
-                str(exc)[:200],
+                redact(str(exc)[:200]),
             )
             return raw
 

@@ -402,12 +402,17 @@ def test_api_keys_never_reach_the_store(servers: Servers, tmp_path: Path) -> Non
         assert b"SECRETKEY" not in data, path
 
 
+_QUOTED_SECRET = "hunter2-Zq9xV7wLpR3k"
+
+
 class _Broken:
     def compact(self, transcript: Any, tokens: int | None = None) -> Any:
-        raise RuntimeError("boom")
+        # An error quoting the conversation, secret included: the log must not keep it.
+        raise RuntimeError(f"boom near 'password={_QUOTED_SECRET}'")
 
     def prepare(self, transcript: Any) -> Any:
-        raise RuntimeError("boom")
+        # An error quoting the conversation, secret included: the log must not keep it.
+        raise RuntimeError(f"boom near 'password={_QUOTED_SECRET}'")
 
     def end_session(self, transcript: Any) -> None:
         pass
@@ -416,7 +421,10 @@ class _Broken:
         return {}
 
 
-def test_a_memctx_failure_forwards_the_request_unchanged_and_counts_it(tmp_path: Path) -> None:
+def test_a_memctx_failure_forwards_the_request_unchanged_and_counts_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
     factory: Callable[[str], Strategy] = lambda _sid: _Broken()  # type: ignore[assignment,return-value]  # noqa: E731
     running = Servers(tmp_path / "store", strategy_factory=factory)
     try:
@@ -428,6 +436,7 @@ def test_a_memctx_failure_forwards_the_request_unchanged_and_counts_it(tmp_path:
         (got,) = running.upstream.received
         assert got.body["messages"] == history and got.body["system"] == "sys"
         assert running.stats.memctx_failures == 1 and running.stats.prepared == 0
+        assert "RuntimeError" in caplog.text and _QUOTED_SECRET not in caplog.text
     finally:
         running.close()
 
