@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from memctx.integrations import STATS_KEY, ProxySettings, build_proxy_app
+from memctx.integrations import ProxySettings, ProxyStats, build_proxy_app
 from memctx.strategies import make_strategy
 
 from .runtime import make_session
@@ -83,7 +83,8 @@ def run_proxy_bench(n_messages: int = 2_000, calls: int = 6) -> float:
             window=WINDOW,
             max_body_bytes=1 << 30,
         )
-        app = build_proxy_app(settings)
+        stats = ProxyStats()
+        app = build_proxy_app(settings, stats=stats)
         runner, port = _serve(loop, app)
         hook_times, proxy_times = [], []
         # Interleaved, so that warm-up and the machine's load fall on both sides alike.
@@ -104,7 +105,6 @@ def run_proxy_bench(n_messages: int = 2_000, calls: int = 6) -> float:
                 proxy_times.append(time.perf_counter() - started)
                 answer.raise_for_status()
         strategy.close()
-        stats = app[STATS_KEY]
         if stats.prepared != calls or stats.memctx_failures:
             raise RuntimeError(f"the proxy did not run the strategy on every request: {stats}")
 

@@ -21,6 +21,6 @@ from .claude_code import (
     uninstall,
 )
 from .mcp_server import build_server, serve
-from .proxy import STATS_KEY, ProxySettings, ProxyStats, build_proxy_app, serve_proxy
+from .proxy import ProxySettings, ProxyStats, build_proxy_app, serve_proxy
 
 __all__: list[str] = []

@@ -28,23 +28,22 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from typing import TYPE_CHECKING, Any
 
 from memctx.config import MemoryContextConfig
 from memctx.strategies import Messages, Strategy, make_strategy
 from memctx.text import redact
 
-__all__ = ["STATS_KEY", "ProxySettings", "ProxyStats", "build_proxy_app", "serve_proxy"]
+if TYPE_CHECKING:  # aiohttp is the optional extra memctx[proxy]: imported when a proxy is built
+    from aiohttp import ClientSession, web
+
+__all__ = ["ProxySettings", "ProxyStats", "build_proxy_app", "serve_proxy"]
 
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "x-memctx-session"
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"
-STATS_KEY: web.AppKey[ProxyStats]
-_CLIENT_KEY: web.AppKey[ClientSession] = web.AppKey("memctx_client", ClientSession)
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 # Headers that describe one connection or one body encoding, never forwarded as they are.
 _HOP_BY_HOP = frozenset(
@@ -122,9 +121,6 @@ class ProxyStats:
     upstream_failures: int = 0
     prepare_seconds: float = 0.0
     sessions: dict[str, int] = field(default_factory=dict)
-
-
-STATS_KEY = web.AppKey("memctx_stats", ProxyStats)
 
 
 def session_id_for(headers: Any, body: dict[str, Any], provider: str) -> str:
@@ -261,6 +257,7 @@ def build_proxy_app(
     settings: ProxySettings,
     *,
     strategy_factory: Callable[[str], Strategy] | None = None,
+    stats: ProxyStats | None = None,
 ) -> web.Application:
     """The proxy as an aiohttp application (``serve_proxy`` runs it; tests run it directly).
 
@@ -268,9 +265,12 @@ def build_proxy_app(
         settings: Upstream, store, window and limits.
         strategy_factory: Builds the strategy of a session id; by default
             :func:`memctx.make_strategy` with ``settings``.
+        stats: Where the proxy counts what it does; pass one to read it while it serves.
 
-    The application's ``STATS_KEY`` item is its :class:`ProxyStats`.
+    Raises:
+        ImportError: aiohttp is missing (``pip install 'memctx[proxy]'``).
     """
+    from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
     def default_factory(session_id: str) -> Strategy:
         return make_strategy(
@@ -281,22 +281,25 @@ def build_proxy_app(
             config=settings.config,
         )
 
-    stats = ProxyStats()
+    stats = stats if stats is not None else ProxyStats()
     sessions = _Sessions(settings, strategy_factory or default_factory)
     slots = asyncio.Semaphore(settings.max_concurrency)
     app = web.Application(client_max_size=settings.max_body_bytes)
-    app[STATS_KEY] = stats
     timeout = ClientTimeout(
         total=None, connect=settings.upstream_timeout, sock_read=settings.upstream_timeout
     )
     upstream = settings.upstream.rstrip("/")
 
+    clients: list[ClientSession] = []  # the one upstream client, made on the server's loop
+
     async def on_startup(app: web.Application) -> None:
         # auto_decompress=False: the answer's bytes go back exactly as the upstream sent them.
-        app[_CLIENT_KEY] = ClientSession(timeout=timeout, auto_decompress=False)
+        clients.append(ClientSession(timeout=timeout, auto_decompress=False))
 
     async def on_cleanup(app: web.Application) -> None:
-        await app[_CLIENT_KEY].close()
+        for client in clients:
+            await client.close()
+        clients.clear()
         await sessions.close()
 
     app.on_startup.append(on_startup)
@@ -344,7 +347,8 @@ def build_proxy_app(
             return await forward(request, body)
 
     async def passthrough(request: web.Request) -> web.StreamResponse:
-        return await forward(request, await request.read())
+        async with slots:
+            return await forward(request, await request.read())
 
     async def forward(request: web.Request, body: bytes) -> web.StreamResponse:
         headers = {
@@ -352,7 +356,7 @@ def build_proxy_app(
             for k, v in request.headers.items()
             if k.lower() not in _HOP_BY_HOP and k.lower() != SESSION_HEADER
         }
-        client: ClientSession = request.app[_CLIENT_KEY]
+        client = clients[0]
         url = upstream + request.path_qs
         try:
             async with client.request(request.method, url, data=body, headers=headers) as answer:
@@ -379,6 +383,8 @@ def build_proxy_app(
 
 
 def _error(status: int, message: str) -> web.Response:
+    from aiohttp import web
+
     return web.json_response(
         {"type": "error", "error": {"type": "memctx_proxy_error", "message": message}},
         status=status,
@@ -393,6 +399,8 @@ def export_lines(host: str, port: int) -> list[str]:
 
 def serve_proxy(settings: ProxySettings, host: str, port: int) -> None:
     """Run the proxy until interrupted, after printing the lines to export."""
+    from aiohttp import web
+
     app = build_proxy_app(settings)
     for line in export_lines(host, port):
         print(line, flush=True)

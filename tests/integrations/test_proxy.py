@@ -25,7 +25,6 @@ from aiohttp import web
 
 from memctx import TokenCounter, pairing_violations
 from memctx.integrations.proxy import (
-    STATS_KEY,
     ProxySettings,
     ProxyStats,
     build_proxy_app,
@@ -186,7 +185,8 @@ class Servers:
         factory = settings.pop("strategy_factory", None)
         upstream = settings.pop("upstream", f"http://127.0.0.1:{up_port}")
         self.settings = ProxySettings(upstream=upstream, store_dir=store, window=WINDOW, **settings)
-        self.app = build_proxy_app(self.settings, strategy_factory=factory)
+        self._stats = ProxyStats()
+        self.app = build_proxy_app(self.settings, strategy_factory=factory, stats=self._stats)
         self.port = self._serve(self.app)
         self.base = f"http://127.0.0.1:{self.port}"
 
@@ -205,7 +205,7 @@ class Servers:
 
     @property
     def stats(self) -> ProxyStats:
-        return self.app[STATS_KEY]
+        return self._stats
 
     def close(self) -> None:
         if not self.thread.is_alive():
