@@ -157,11 +157,42 @@ def _system_message(system: Any) -> dict[str, Any]:
     return {"role": "system", "content": system}
 
 
+@dataclass(frozen=True)
+class Continuation:
+    """Where a session's last request left off.
+
+    A client resends its whole history with every request; the strategy compacted the last
+    one into ``kept``. When the next request starts with the same messages (``digests``, one
+    per message of the client's history), the strategy goes on from ``kept`` plus the new
+    messages, so a compaction happens once rather than again on every later request (with an
+    LLM summariser, once rather than a paid summary per call), and the prefix sent upstream
+    stays the same from call to call, which keeps the provider's prompt cache warm. A client
+    that rewrote its history (its own compaction, an edit) starts over from what it sent.
+    """
+
+    digests: tuple[str, ...]
+    kept: Messages
+
+
+def _message_digests(history: Messages) -> tuple[str, ...]:
+    return tuple(
+        hashlib.sha256(
+            json.dumps(m, sort_keys=True, ensure_ascii=False, default=str).encode(
+                "utf-8", "surrogatepass"
+            )
+        ).hexdigest()
+        for m in history
+    )
+
+
 def prepared_body(
-    strategy: Strategy, body: dict[str, Any], provider: str
-) -> tuple[dict[str, Any], Messages]:
-    """The request body with its messages replaced by what ``strategy`` prepares, and the
-    history the strategy kept (what ends the session when it closes).
+    strategy: Strategy,
+    body: dict[str, Any],
+    provider: str,
+    previous: Continuation | None = None,
+) -> tuple[dict[str, Any], Continuation]:
+    """The request body with its messages replaced by what ``strategy`` prepares, and where
+    the session now stands (``kept`` is what ends the session when it closes).
 
     Anthropic's top-level ``system`` goes to the strategy as a leading system message (so
     that it is counted against the window and kept) and comes back top-level; system
@@ -172,7 +203,13 @@ def prepared_body(
     if not isinstance(messages, list) or not messages:
         raise ValueError("the request has no 'messages' list")
     system = body.get("system") if provider == "anthropic" else None
-    history = ([_system_message(system)] if system is not None else []) + list(messages)
+    client = ([_system_message(system)] if system is not None else []) + list(messages)
+    digests = _message_digests(client)
+    history = client
+    if previous is not None:
+        seen = len(previous.digests)
+        if len(digests) >= seen and digests[:seen] == previous.digests:
+            history = [*previous.kept, *client[seen:]]
     # The protocol's two calls (what BaseStrategy.step does), so any Strategy serves.
     replaced = strategy.compact(history)
     kept = history if replaced is None else replaced
@@ -188,7 +225,7 @@ def prepared_body(
         out["messages"] = rest
     else:
         out["messages"] = sent
-    return out, kept
+    return out, Continuation(digests, kept)
 
 
 def _merged_system(original: Any, head: list[dict[str, Any]]) -> Any:
@@ -206,11 +243,11 @@ def _merged_system(original: Any, head: list[dict[str, Any]]) -> Any:
 
 @dataclass
 class _Open:
-    """A session's strategy, the lock that gives it one request at a time, its last history."""
+    """A session's strategy, the lock that gives it one request at a time, where it stands."""
 
     strategy: Strategy
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    history: Messages = field(default_factory=list)
+    state: Continuation | None = None
 
 
 class _Sessions:
@@ -247,7 +284,7 @@ class _Sessions:
 
 def _close_quietly(entry: _Open) -> None:
     try:
-        entry.strategy.end_session(entry.history)
+        entry.strategy.end_session(entry.state.kept if entry.state is not None else [])
         entry.strategy.close()
     except Exception as exc:  # closing must not take the proxy down
         log.warning("memctx proxy: closing a strategy failed: %s", type(exc).__name__)
@@ -315,8 +352,8 @@ def build_proxy_app(
             entry = await sessions.get(session_id)
             async with entry.lock:
                 started = time.perf_counter()
-                out, entry.history = await asyncio.to_thread(
-                    prepared_body, entry.strategy, body, provider
+                out, entry.state = await asyncio.to_thread(
+                    prepared_body, entry.strategy, body, provider, entry.state
                 )
                 stats.prepare_seconds += time.perf_counter() - started
             stats.prepared += 1

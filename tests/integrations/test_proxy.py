@@ -616,3 +616,71 @@ def test_the_command_serves_and_prints_the_lines_to_export(tmp_path: Path) -> No
     finally:
         process.terminate()
         process.wait(30)
+
+
+class _CompactsPastSix:
+    """Compacts a history longer than six messages to a summary and the last two, and
+    records every history it is given."""
+
+    def __init__(self) -> None:
+        self.given: list[list[dict[str, Any]]] = []
+        self.compactions = 0
+
+    def compact(self, transcript: Any, tokens: int | None = None) -> Any:
+        self.given.append(list(transcript))
+        if len(transcript) <= 6:
+            return None
+        self.compactions += 1
+        summary = {"role": "user", "content": f"[summary of {len(transcript) - 2} messages]"}
+        return [summary, *transcript[-2:]]
+
+    def prepare(self, transcript: Any) -> Any:
+        return type("P", (), {"context": list(transcript)})()
+
+    def end_session(self, transcript: Any) -> None:
+        pass
+
+    def close(self) -> dict[str, float]:
+        return {}
+
+
+def test_a_session_goes_on_from_its_compacted_history_until_the_client_rewrites_it(
+    tmp_path: Path,
+) -> None:
+    strategy = _CompactsPastSix()
+    factory: Callable[[str], Strategy] = lambda _sid: strategy  # type: ignore[assignment,return-value]  # noqa: E731
+    running = Servers(tmp_path / "store", strategy_factory=factory)
+    try:
+        client = _openai(running, **{"x-memctx-session": "s"})
+        history: list[dict[str, Any]] = []
+        for i in range(5):
+            history += [
+                {"role": "user", "content": f"q{i}"},
+                {"role": "assistant", "content": f"a{i}"},
+            ]
+        history.append({"role": "user", "content": "q5"})
+        client.chat.completions.create(model="gpt-test", messages=history)  # type: ignore[arg-type]
+        assert strategy.compactions == 1
+        first = running.upstream.received[-1].body["messages"]
+        assert first[0]["content"] == "[summary of 9 messages]" and len(first) == 3
+
+        # The client resends everything plus its new turn: the strategy goes on from the
+        # compacted history, so nothing is compacted again and the sent prefix is the same.
+        history += [{"role": "assistant", "content": "a5"}, {"role": "user", "content": "q6"}]
+        client.chat.completions.create(model="gpt-test", messages=history)  # type: ignore[arg-type]
+        assert strategy.compactions == 1
+        assert strategy.given[-1] == [*first, *history[-2:]]
+        second = running.upstream.received[-1].body["messages"]
+        assert second[:3] == first and second[3:] == history[-2:]
+
+        # A retry of the same request goes on from the same place.
+        client.chat.completions.create(model="gpt-test", messages=history)  # type: ignore[arg-type]
+        assert running.upstream.received[-1].body["messages"] == second
+
+        # The client compacted on its own: its history is taken as it is.
+        rewritten = [{"role": "user", "content": "client summary"}, history[-1]]
+        client.chat.completions.create(model="gpt-test", messages=rewritten)  # type: ignore[arg-type]
+        assert strategy.given[-1] == rewritten
+        assert running.upstream.received[-1].body["messages"] == rewritten
+    finally:
+        running.close()
