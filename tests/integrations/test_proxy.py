@@ -684,3 +684,55 @@ def test_a_session_goes_on_from_its_compacted_history_until_the_client_rewrites_
         assert running.upstream.received[-1].body["messages"] == rewritten
     finally:
         running.close()
+
+
+def _anthropic_tool_session(turns: int, fact_turn: int) -> list[dict[str, Any]]:
+    """An Anthropic conversation in which every turn reads a file through a tool."""
+    messages: list[dict[str, Any]] = []
+    for i in range(turns):
+        output = f"# part{i}.py\n" + "def helper():\n    return 1\n" * 40
+        if i == fact_turn:
+            output = "ROTATION_JOB = 'zebracorn-rotator'  # the password rotation job\n" + output
+        messages += [
+            {"role": "user", "content": f"Read part{i}.py and tell me what it does."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Reading part{i}.py."},
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{i:04d}",
+                        "name": "read_file",
+                        "input": {"path": f"part{i}.py"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_{i:04d}", "content": output}
+                ],
+            },
+            {"role": "assistant", "content": f"part{i}.py defines helpers."},
+        ]
+    return messages
+
+
+def test_anthropic_tool_blocks_stay_paired_and_an_archived_tool_output_is_recalled(
+    servers: Servers,
+) -> None:
+    history = _anthropic_tool_session(80, fact_turn=2)
+    history.append({"role": "user", "content": "What is the password rotation job named?"})
+    _anthropic(servers, **{"x-memctx-session": "s-tools"}).messages.create(
+        model="claude-test", max_tokens=64, system="You are a careful engineer.", messages=history
+    )
+    sent = servers.upstream.received[-1].body["messages"]
+    assert len(sent) < len(history)
+    assert not pairing_violations(sent)
+    assert all(m["role"] in ("user", "assistant") for m in sent)
+    counter = TokenCounter()
+    assert sum(counter.count_message(m) for m in sent) <= WINDOW
+    assert history[10] not in sent  # the tool result holding the fact was trimmed away ...
+    recalled = [m for m in sent if "<recalled-context" in json.dumps(m)]
+    assert recalled and "zebracorn-rotator" in json.dumps(recalled)  # ... and came back
+    assert sent[-1] == history[-1]
