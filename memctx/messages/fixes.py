@@ -13,6 +13,7 @@ from typing import Any
 
 from .anatomy import (
     CONTENT,
+    ITEM,
     PARTS,
     TOOL_CALLS,
     BlockKind,
@@ -288,8 +289,8 @@ def without_blocks(
     message: Mapping[str, Any], info: MessageInfo, spots: set[tuple[str, int]]
 ) -> dict[str, Any] | None:
     """A shallow copy of ``message`` without the blocks at ``spots``; None drops it whole."""
-    if ("", -1) in spots and info.kind is RoleKind.TOOL:
-        return None  # the message is the result
+    if (("", -1) in spots and info.kind is RoleKind.TOOL) or (ITEM, -1) in spots:
+        return None  # the message is the result (or the call: a Responses item)
     edited = dict(message)
     for field in (CONTENT, TOOL_CALLS, PARTS):
         drop = {i for f, i in spots if f == field}
