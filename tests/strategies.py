@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from memctx.messages import recalled_block_text
 
-FORMATS = ("openai", "anthropic", "pi", "gemini")
+FORMATS = ("openai", "anthropic", "pi", "gemini", "responses")
 
 
 def examples(everyday: int, *, thorough_at_most: int | None = None) -> int:
@@ -261,7 +261,7 @@ _LIST_FIELDS = ("content", "tool_calls", "parts")
 
 DAMAGE_OPS: tuple[str, ...] = ("drop", "drop", "block", "block", "dup", "swap")
 DAMAGE_OPS += ("interject", "text_first", "reuse_id")  # what agents do to their histories
-_ID_KEYS = ("id", "tool_call_id", "toolCallId", "tool_use_id")
+_ID_KEYS = ("id", "tool_call_id", "toolCallId", "tool_use_id", "call_id")
 
 
 def damage(fmt: str, messages: list[Any], op: str, pick: Callable[[int], int]) -> None:
@@ -315,6 +315,8 @@ def _blocks_field(fmt: str) -> str:
 
 
 def _call_ids(message: dict[str, Any]) -> list[str]:
+    if message.get("type") == "function_call":  # a Responses call item
+        return [message["call_id"]] if isinstance(message.get("call_id"), str) else []
     if message.get("role") not in ("assistant", "model"):
         return []
     ids = [c.get("id") for c in message.get("tool_calls") or []]
