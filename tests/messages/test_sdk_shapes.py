@@ -213,3 +213,26 @@ def test_unknown_items_are_counted_logged_once_and_cost_tokens(
         assert mem.stats()["counts"]["unknown_messages"] == 2
     warned = [r.getMessage() for r in caplog.records if "cannot read" in r.getMessage()]
     assert len(warned) == 1 and "web_search_call" in warned[0] and "xxx" not in warned[0]
+
+
+def test_responses_sdk_items_read_as_items() -> None:
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
+
+    item = ResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="sh", arguments="{}", id="fc_1", status="completed"
+    )
+    message = ResponseOutputMessage.model_validate(
+        {
+            "id": "m1",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+        }
+    )
+    read = [as_message_dict(item), as_message_dict(message)]
+    assert inspect_message(read[0]).tool_call_ids == ("c1",)
+    assert inspect_message(read[1]).text == "hi"
+    answered = [{"role": "user", "content": "go"}, read[0]]
+    answered.append({"type": "function_call_output", "call_id": "c1", "output": "ok"})
+    assert pairing_violations(answered) == []
