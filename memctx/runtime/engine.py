@@ -250,8 +250,12 @@ class MemoryContext:
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    def on_context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def on_context(self, messages: list[Any]) -> list[Any]:
         """The messages to send this turn: trimmed if needed, with recalled memory. Never raises.
+
+        ``messages`` are dicts in any supported format (OpenAI chat, Anthropic, Pi, Gemini,
+        Responses API items) or SDK objects (pydantic models, read through ``model_dump``): a
+        message kept unchanged comes back as the caller's own object, a changed one as a dict.
 
         What the call did is in :attr:`last_call` afterwards.
         """
@@ -315,7 +319,7 @@ class MemoryContext:
         with self._lock:
             return self._last_call
 
-    def on_before_compact(self, messages: list[dict[str, Any]]) -> None:
+    def on_before_compact(self, messages: list[Any]) -> None:
         """Archive ``messages`` (about to be compacted) and queue knowledge extraction."""
         with self._timer("on_before_compact"), self._lock:
             try:
