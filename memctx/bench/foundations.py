@@ -123,6 +123,11 @@ def main() -> None:
     print("\n== speed goals of single components ==")
     run_speed_goals()
 
+    from .proxy import run_proxy_bench
+
+    print("\n== the proxy's added latency ==")
+    run_proxy_bench()
+
     try:
         from .store import run_store_bench
     except ImportError:
@@ -145,6 +150,11 @@ def main() -> None:
 
     print("\n== planner (seed 004) against truncate and memory-context, long sessions ==")
     run_planner_bench()
+
+    from .claude_code_hook import run_hook_bench
+
+    print("\n== memctx claude-code hook, each event a fresh process ==")
+    run_hook_bench()
 
     locomo = datasets_dir() / "locomo" / "locomo7.json"
     if not locomo.exists():

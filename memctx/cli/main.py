@@ -5,7 +5,8 @@ datasets), ``replay`` (real transcripts through ``MemoryContext`` or a strategy:
 :mod:`memctx.cli.replay_cmd`), ``search`` (memory_search over a store), ``check`` (load
 transcripts, report pairing and redaction), ``calibrate`` (token counters against
 provider-reported usage), ``foundation`` (check and calibrate; by default over the real
-datasets) and ``trajectories``. Heavy modules are imported inside each command.
+datasets), ``trajectories`` and ``proxy`` (:mod:`memctx.cli.proxy_cmd`). Heavy modules
+are imported inside each command.
 
 Every command that reads transcripts takes files, ``FILE#N`` (the N-th transcript of a file
 holding several, counted from 0) and, for ``check``, ``calibrate`` and ``foundation``,
@@ -30,6 +31,7 @@ from pathlib import Path
 from memctx.errors import MemctxError
 from memctx.transcripts import shared_datasets_dir
 
+from .claude_code_cmd import add_claude_code_parser, add_mcp_parser
 from .compare_cmd import add_compare_arguments, compare_command
 from .inputs import TRANSCRIPT_ARG_HELP, split_transcript_arg
 from .options import (
@@ -39,6 +41,7 @@ from .options import (
     fail,
     positive,
 )
+from .proxy_cmd import add_proxy_arguments, proxy_command
 from .replay_cmd import add_replay_arguments, replay_command
 from .show_cmd import add_show_arguments, show_command
 
@@ -251,6 +254,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.set_defaults(func=_cmd_search)
 
+    proxy = sub.add_parser(
+        "proxy",
+        help="an HTTP proxy in front of a provider's API: memctx on every call of any agent",
+        description="Serve Anthropic Messages (POST /v1/messages) and OpenAI Chat Completions "
+        "(POST /v1/chat/completions), streaming or not: each request's messages go through the "
+        "strategy of its session (the x-memctx-session header, else a hash of the system prompt "
+        "and the first user message) and on to --upstream; auth headers and the answer pass "
+        "through unchanged. Prints the line to export (ANTHROPIC_BASE_URL / OPENAI_BASE_URL).",
+    )
+    add_proxy_arguments(proxy)
+    proxy.set_defaults(func=proxy_command)
+
     replay = sub.add_parser(
         "replay",
         help="play real transcripts through MemoryContext or a strategy: tokens, trims, "
@@ -312,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_compare_arguments(compare)
     compare.set_defaults(func=compare_command)
+
+    add_claude_code_parser(sub)
+    add_mcp_parser(sub)
 
     for name, func, text in (
         ("gen", _cmd_gen, "generate the scenario datasets (memctx gen --help)"),
