@@ -37,6 +37,7 @@ from typing import Any
 
 __all__ = [
     "ITEM",
+    "TEXT_TYPES",
     "BlockKind",
     "BlockRef",
     "InfoCache",
@@ -91,7 +92,8 @@ _ROLE_KINDS: dict[str, RoleKind] = {
 # Block ``type`` spellings. Pi/OpenClaw use several names for the same thing.
 _CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "tool_call", "functionCall"})
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "functionResponse", "function_response"})
-_TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text"})
+# Text blocks: Chat/Anthropic ``text``, the Responses API's input/output/reasoning texts.
+TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text"})
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document", "inlineData"})
 
@@ -218,7 +220,7 @@ def _block_text(block: Any) -> str:
     if btype in _IMAGE_TYPES:
         return ""
     text = block.get("text")
-    if isinstance(text, str) and (btype in _TEXT_TYPES or (btype is None and len(block) == 1)):
+    if isinstance(text, str) and (btype in TEXT_TYPES or (btype is None and len(block) == 1)):
         return text
     return _json_or_str(block)
 
@@ -305,7 +307,7 @@ def _content_block(block: Any, index: int, field: str) -> BlockRef:
             return BlockRef(BlockKind.IMAGE, field, index, raw_type="inlineData")
         return BlockRef(BlockKind.OTHER, field, index)
 
-    if btype in _TEXT_TYPES:
+    if btype in TEXT_TYPES:
         return BlockRef(BlockKind.TEXT, field, index, text=_str(block.get("text")), raw_type=btype)
     if btype in _THINKING_TYPES:
         text = block.get("thinking", block.get("text", block.get("summary")))
