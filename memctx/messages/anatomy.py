@@ -11,6 +11,15 @@ knows what the shapes look like:
   ``role: "toolResult"`` with ``toolCallId``.
 - Gemini: ``parts`` with ``functionCall`` / ``functionResponse`` (ids optional), roles
   ``user`` / ``model`` / ``function``.
+- OpenAI Responses API / Agents SDK items: ``{"type": "message", "role", "content":
+  [{"type": "input_text" | "output_text"}]}`` (or an easy-input ``{"role", "content"}``),
+  and role-less items that are one block each: calls (an assistant turn) ``function_call``,
+  ``custom_tool_call``, ``computer_call``, ``local_shell_call``, ``shell_call``,
+  ``apply_patch_call`` (``call_id``; ``arguments`` / ``input`` / ``action`` /
+  ``operation``), their outputs (a tool result) ``<call type>_output`` (``call_id``, for
+  ``local_shell_call_output`` also ``id``; ``output``), and ``reasoning`` (``summary`` /
+  ``content``; assistant thinking, which the API requires to stay with the item after it).
+  Their one block is located at field :data:`ITEM`.
 
 Everything here is read-only and total: malformed input (non-dict entries, a missing role,
 ``content: None``, unknown block types, a ``type`` that is a list, an int too large for
@@ -29,6 +38,9 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "ITEM",
+    "TEXT_OUTPUT_ITEMS",
+    "TEXT_TYPES",
     "BlockKind",
     "BlockRef",
     "InfoCache",
@@ -39,6 +51,7 @@ __all__ = [
     "iter_blocks",
     "leading_system_count",
     "message_fingerprint",
+    "message_role",
     "message_text",
     "role_kind",
     "token_text",
@@ -82,13 +95,76 @@ _ROLE_KINDS: dict[str, RoleKind] = {
 # Block ``type`` spellings. Pi/OpenClaw use several names for the same thing.
 _CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "tool_call", "functionCall"})
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "functionResponse", "function_response"})
-_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+# Text blocks: Chat/Anthropic ``text``, the Responses API's input/output/reasoning texts.
+TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text"})
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document", "inlineData"})
 
 # Where a container keeps its blocks: a message's ``content`` list, an OpenAI assistant's
 # ``tool_calls`` list, or Gemini's ``parts`` list.
 CONTENT, TOOL_CALLS, PARTS = "content", "tool_calls", "parts"
+# A Responses API item that is itself one block (a function call, its output, reasoning):
+# the block's field. Removing that block removes the item.
+ITEM = "item"
+
+# Responses API call items: where each keeps what the call does.
+_ITEM_CALL_ARGUMENTS = {
+    "function_call": ("arguments",),
+    "custom_tool_call": ("input",),
+    "computer_call": ("action", "actions"),
+    "local_shell_call": ("action",),
+    "shell_call": ("action",),
+    "apply_patch_call": ("operation",),
+}
+# Their outputs: where each keeps the id of the call it answers, the first key present
+# (a local shell output carries it as ``id`` in the API's schema, as ``call_id`` from the
+# Agents SDK).
+_ITEM_RESULT_ID = {
+    "function_call_output": ("call_id",),
+    "custom_tool_call_output": ("call_id",),
+    "computer_call_output": ("call_id",),
+    "local_shell_call_output": ("call_id", "id"),
+    "shell_call_output": ("call_id",),
+    "apply_patch_call_output": ("call_id",),
+}
+# Outputs whose ``output`` is a string, the only ones a text edit may rewrite (a computer
+# screenshot or a shell call's list of results would no longer be valid as a string).
+TEXT_OUTPUT_ITEMS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "apply_patch_call_output",
+    }
+)
+_ITEM_CALL_TYPES = frozenset(_ITEM_CALL_ARGUMENTS)
+_ITEM_RESULT_TYPES = frozenset(_ITEM_RESULT_ID)
+# Responses API item types with no ``role``: the role each stands for.
+_ITEM_ROLES = {
+    **dict.fromkeys(_ITEM_CALL_TYPES, "assistant"),
+    "reasoning": "assistant",
+    **dict.fromkeys(_ITEM_RESULT_TYPES, "tool"),
+}
+
+
+def _item_type(message: Mapping[str, Any]) -> str | None:
+    """The ``type`` of a role-less Responses API item, or None for anything else."""
+    if "role" in message:
+        return None
+    itype = message.get("type")
+    return itype if isinstance(itype, str) and itype in _ITEM_ROLES else None
+
+
+def message_role(message: object) -> str:
+    """The role ``message`` has or, for a role-less Responses item, stands for; ``""`` when
+    unreadable."""
+    if not isinstance(message, Mapping):
+        return ""
+    role = message.get("role")
+    if isinstance(role, str):
+        return role
+    itype = _item_type(message)
+    return _ITEM_ROLES[itype] if itype is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +208,16 @@ class MessageInfo:
         return bool(self.tool_result_ids)
 
     @property
+    def is_reasoning_item(self) -> bool:
+        """A Responses ``reasoning`` item: the API refuses it without the item after it,
+        and that item without it."""
+        return (
+            len(self.blocks) == 1
+            and self.blocks[0].field == ITEM
+            and self.blocks[0].kind is BlockKind.THINKING
+        )
+
+    @property
     def is_tool_result_only(self) -> bool:
         """True when the message carries tool results and no text of its own."""
         if not self.tool_result_ids:
@@ -145,7 +231,10 @@ def role_kind(message: object) -> RoleKind:
         return RoleKind.UNKNOWN
     role = message.get("role")
     if not isinstance(role, str):
-        return RoleKind.UNKNOWN
+        itype = _item_type(message) if role is None else None
+        if itype is None:
+            return RoleKind.UNKNOWN
+        role = _ITEM_ROLES[itype]
     return _ROLE_KINDS.get(role, RoleKind.UNKNOWN)
 
 
@@ -172,7 +261,7 @@ def _block_text(block: Any) -> str:
     if btype in _IMAGE_TYPES:
         return ""
     text = block.get("text")
-    if isinstance(text, str) and (btype in _TEXT_TYPES or (btype is None and len(block) == 1)):
+    if isinstance(text, str) and (btype in TEXT_TYPES or (btype is None and len(block) == 1)):
         return text
     return _json_or_str(block)
 
@@ -259,7 +348,7 @@ def _content_block(block: Any, index: int, field: str) -> BlockRef:
             return BlockRef(BlockKind.IMAGE, field, index, raw_type="inlineData")
         return BlockRef(BlockKind.OTHER, field, index)
 
-    if btype in _TEXT_TYPES:
+    if btype in TEXT_TYPES:
         return BlockRef(BlockKind.TEXT, field, index, text=_str(block.get("text")), raw_type=btype)
     if btype in _THINKING_TYPES:
         text = block.get("thinking", block.get("text", block.get("summary")))
@@ -330,6 +419,10 @@ def iter_blocks(message: object) -> Iterator[BlockRef]:
     """Yield every readable piece of ``message`` in order (text, calls, results, ...)."""
     if not isinstance(message, Mapping):
         return
+    itype = _item_type(message)
+    if itype is not None:
+        yield _item_block(message, itype)
+        return
     kind = role_kind(message)
     content = message.get("content")
 
@@ -385,6 +478,39 @@ def iter_blocks(message: object) -> Iterator[BlockRef]:
         )
 
 
+def _item_block(item: Mapping[str, Any], itype: str) -> BlockRef:
+    """The one block a role-less Responses API item is."""
+    if itype in _ITEM_CALL_TYPES:
+        args = next((item[k] for k in _ITEM_CALL_ARGUMENTS[itype] if k in item), None)
+        return BlockRef(
+            BlockKind.TOOL_CALL,
+            ITEM,
+            -1,
+            text=_call_arguments_text(args),
+            tool_id=_str_or_none(item.get("call_id")),
+            tool_name=_str_or_none(item.get("name")),
+            raw_type=itype,
+        )
+    if itype in _ITEM_RESULT_TYPES:
+        return BlockRef(
+            BlockKind.TOOL_RESULT,
+            ITEM,
+            -1,
+            text=_as_text(item.get("output")),
+            tool_id=_str_or_none(item.get(_result_id_key(item, itype))),
+            raw_type=itype,
+        )
+    # reasoning: its summary and (open models) its content are the text it costs
+    text = "\n".join(t for t in (_as_text(item.get(k)) for k in ("summary", "content")) if t)
+    return BlockRef(BlockKind.THINKING, ITEM, -1, text=text, raw_type=itype)
+
+
+def _result_id_key(item: Mapping[str, Any], itype: str) -> str:
+    """Where a call or output item keeps its call's id (``call_id`` for every call)."""
+    keys = _ITEM_RESULT_ID.get(itype, ("call_id",))
+    return next((k for k in keys if k in item), keys[0])
+
+
 def _content_has_results(content: Any) -> bool:
     return isinstance(content, list) and any(
         isinstance(b, Mapping) and _type_of(b) in _RESULT_TYPES for b in content
@@ -415,7 +541,7 @@ def inspect_message(message: object) -> MessageInfo:
 
 def _inspect(message: object) -> MessageInfo:
     blocks = tuple(iter_blocks(message))
-    role = message.get("role") if isinstance(message, Mapping) else None
+    role = message_role(message)
     calls = [b for b in blocks if b.kind is BlockKind.TOOL_CALL]
     results = [b for b in blocks if b.kind is BlockKind.TOOL_RESULT]
     names = tuple(b.tool_name for b in calls + results if b.tool_name)
@@ -449,6 +575,9 @@ def with_tool_id(message: Mapping[str, Any], block: BlockRef, tool_id: str) -> d
         The edited copy.
     """
     edited = dict(message)
+    if block.field == ITEM:
+        edited[_result_id_key(message, block.raw_type)] = tool_id
+        return edited
     if block.field == "":
         content = message.get(CONTENT)
         if role_kind(message) is RoleKind.TOOL:

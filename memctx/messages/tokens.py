@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .anatomy import BlockKind, iter_blocks, message_fingerprint
+from .anatomy import BlockKind, RoleKind, iter_blocks, message_fingerprint, role_kind
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -63,6 +63,10 @@ def _message_cost(message: object, count_text: Callable[[str], int]) -> int:
     if not isinstance(message, Mapping):
         return 0
     total = MESSAGE_OVERHEAD_TOKENS
+    if role_kind(message) is RoleKind.UNKNOWN:
+        # Not a shape memctx reads (an unknown item type, no role): it is still sent and
+        # billed, so its JSON counts rather than a silent zero.
+        return total + count_text(_json_text(message))
     for block in iter_blocks(message):
         if block.kind is BlockKind.IMAGE:
             total += IMAGE_TOKENS
@@ -72,6 +76,48 @@ def _message_cost(message: object, count_text: Callable[[str], int]) -> int:
         else:
             total += count_text(block.text)
     return total
+
+
+def _json_text(message: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(message, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        # Nested past the interpreter's recursion limit, or circular: ``repr`` would recurse
+        # the same way, so the leaves are gathered without recursion.
+        return _leaves_text(message)
+
+
+# Enough for any message a window can hold; a bigger structure costs the same bounded walk.
+_LEAVES_MAX_CHARS = 8_000_000
+
+
+def _leaves_text(value: object) -> str:
+    """The keys and scalar leaves of a nested structure, walked without recursion, each
+    container once (a circular one ends), up to :data:`_LEAVES_MAX_CHARS` characters."""
+    parts: list[str] = []
+    size = 0
+    seen: set[int] = set()
+    stack: list[object] = [value]
+    while stack and size < _LEAVES_MAX_CHARS:
+        item = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, Mapping):
+                keys = [str(k) if isinstance(k, str | int | float) else "?" for k in item]
+                parts.extend(keys)
+                size += sum(map(len, keys))
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+            continue
+        leaf = item if isinstance(item, str) else type(item).__name__
+        if isinstance(item, int | float | bool) or item is None:
+            leaf = str(item)
+        parts.append(leaf)
+        size += len(leaf)
+    return " ".join(parts)[:_LEAVES_MAX_CHARS]
 
 
 def estimate_message_tokens(message: object) -> int:
@@ -167,8 +213,8 @@ class TokenCounter:
 def _digest(message: Mapping[str, Any]) -> str:
     try:
         raw = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        raw = repr(message)
+    except (TypeError, ValueError, RecursionError):
+        raw = _leaves_text(message)
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -76,9 +76,13 @@ def _masked(block: Any) -> bool:
 
 
 def _calls(transcript: list[dict[str, Any]]) -> list[int]:
-    """Where the engine makes a model call: before every assistant message but the first."""
+    """Where the engine makes a model call: before every run of assistant messages but the
+    first (a Responses answer spreads over several items: a message, then its calls)."""
+    kinds = [inspect_message(m).kind for m in transcript]
     return [
-        i for i, m in enumerate(transcript) if i and inspect_message(m).kind is RoleKind.ASSISTANT
+        i
+        for i, kind in enumerate(kinds)
+        if i and kind is RoleKind.ASSISTANT and kinds[i - 1] is not RoleKind.ASSISTANT
     ] + [len(transcript)]
 
 
