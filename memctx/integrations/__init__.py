@@ -4,6 +4,7 @@
 :mod:`memctx.integrations.mcp_server` the MCP server (``memory_search``, ``read_output_ref``,
 ``memory_get``), and :mod:`memctx.integrations.proxy` an HTTP proxy in front of a provider's
 API: any agent that lets its base URL be set gets memctx's context management on every call.
+:mod:`memctx.integrations.runner` steps a strategy the way every framework adapter does.
 
 May import: :mod:`memctx.strategies` and everything below it. ``mcp`` and ``aiohttp`` are
 optional extras (``memctx[mcp]``, ``memctx[proxy]``), imported only when used.
@@ -21,6 +22,7 @@ from .claude_code import (
     uninstall,
 )
 from .mcp_server import build_server, serve
+from .runner import RunnerStats, RunnerStep, StrategyRunner
 from .proxy import STATS_KEY, ProxySettings, ProxyStats, build_proxy_app, serve_proxy
 
 __all__: list[str] = []
