@@ -22,7 +22,7 @@ from .claude_code import (
     uninstall,
 )
 from .mcp_server import build_server, serve
-from .runner import RunnerStats, RunnerStep, StrategyRunner
 from .proxy import STATS_KEY, ProxySettings, ProxyStats, build_proxy_app, serve_proxy
+from .runner import RunnerStats, RunnerStep, StrategyRunner
 
 __all__: list[str] = []
