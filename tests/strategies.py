@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from memctx.messages import recalled_block_text
 
-FORMATS = ("openai", "anthropic", "pi", "gemini")
+FORMATS = ("openai", "anthropic", "pi", "gemini", "responses")
 
 
 def examples(everyday: int, *, thorough_at_most: int | None = None) -> int:
@@ -102,7 +102,13 @@ class _Ids:
         self.n += 1
         if self.fmt == "gemini" and not self.with_ids:
             return None
-        prefix = {"openai": "call_", "anthropic": "toolu_", "pi": "tc_", "gemini": "fc_"}
+        prefix = {
+            "openai": "call_",
+            "anthropic": "toolu_",
+            "pi": "tc_",
+            "gemini": "fc_",
+            "responses": "fc_call_",
+        }
         return f"{prefix[self.fmt]}{self.n:04d}"
 
 
@@ -121,7 +127,10 @@ def render(fmt: str, has_system: bool, conv: list[Turn], *, gemini_ids: bool = T
         call_ids = [ids.next() for _ in turn.calls]
         if not turn.calls and not turn.assistant_text.strip():
             turn.assistant_text = "done"
-        out.append(_assistant(fmt, turn, call_ids, pi_call_types[t_index % 4]))
+        if fmt == "responses":
+            out.extend(_responses_assistant(turn, call_ids))
+        else:
+            out.append(_assistant(fmt, turn, call_ids, pi_call_types[t_index % 4]))
         if turn.calls:
             out.extend(_results(fmt, turn, call_ids))
     for i, message in enumerate(out):
@@ -130,6 +139,12 @@ def render(fmt: str, has_system: bool, conv: list[Turn], *, gemini_ids: bool = T
 
 
 def _user_text(fmt: str, text: str) -> dict[str, Any]:
+    if fmt == "responses":
+        return {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
     if fmt == "gemini":
         return {"role": "user", "parts": [{"text": text}]}
     if fmt == "anthropic":
@@ -175,8 +190,28 @@ def _assistant(fmt: str, turn: Turn, call_ids: list[str | None], pi_type: str) -
     return {"role": "assistant", "content": blocks}
 
 
+def _responses_assistant(turn: Turn, call_ids: list[str | None]) -> list[dict[str, Any]]:
+    """An assistant turn as Responses API items: reasoning, a message, one item per call."""
+    items: list[dict[str, Any]] = []
+    if turn.thinking:
+        summary = [{"type": "summary_text", "text": turn.thinking}]
+        items.append({"type": "reasoning", "id": f"rs_{len(turn.thinking)}", "summary": summary})
+    if turn.assistant_text:
+        text = [{"type": "output_text", "text": turn.assistant_text, "annotations": []}]
+        items.append({"type": "message", "role": "assistant", "content": text})
+    for c, cid in zip(turn.calls, call_ids, strict=True):
+        items.append(
+            {"type": "function_call", "call_id": cid, "name": c.name, "arguments": _json(c.args)}
+        )
+    return items
+
+
 def _results(fmt: str, turn: Turn, call_ids: list[str | None]) -> list[dict[str, Any]]:
     pairs = list(zip(turn.calls, call_ids, strict=True))
+    if fmt == "responses":
+        return [
+            {"type": "function_call_output", "call_id": cid, "output": c.result} for c, cid in pairs
+        ]
     if fmt == "openai":
         return [{"role": "tool", "tool_call_id": cid, "content": c.result} for c, cid in pairs]
     if fmt == "pi":
@@ -226,7 +261,7 @@ _LIST_FIELDS = ("content", "tool_calls", "parts")
 
 DAMAGE_OPS: tuple[str, ...] = ("drop", "drop", "block", "block", "dup", "swap")
 DAMAGE_OPS += ("interject", "text_first", "reuse_id")  # what agents do to their histories
-_ID_KEYS = ("id", "tool_call_id", "toolCallId", "tool_use_id")
+_ID_KEYS = ("id", "tool_call_id", "toolCallId", "tool_use_id", "call_id")
 
 
 def damage(fmt: str, messages: list[Any], op: str, pick: Callable[[int], int]) -> None:
@@ -280,6 +315,8 @@ def _blocks_field(fmt: str) -> str:
 
 
 def _call_ids(message: dict[str, Any]) -> list[str]:
+    if message.get("type") == "function_call":  # a Responses call item
+        return [message["call_id"]] if isinstance(message.get("call_id"), str) else []
     if message.get("role") not in ("assistant", "model"):
         return []
     ids = [c.get("id") for c in message.get("tool_calls") or []]

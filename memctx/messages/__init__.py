@@ -18,6 +18,7 @@ from .anatomy import (
     iter_blocks,
     leading_system_count,
     message_fingerprint,
+    message_role,
     message_text,
     role_kind,
     token_text,
@@ -51,6 +52,7 @@ from .quoting import normalize_breaks as normalize_breaks
 from .quoting import quote_text as quote_text
 from .quoting import safe_label as safe_label
 from .quoting import unquote_text as unquote_text
+from .sdk import SdkMessages, as_message_dict, describe_unreadable
 from .tokens import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,

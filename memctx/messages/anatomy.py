@@ -11,6 +11,13 @@ knows what the shapes look like:
   ``role: "toolResult"`` with ``toolCallId``.
 - Gemini: ``parts`` with ``functionCall`` / ``functionResponse`` (ids optional), roles
   ``user`` / ``model`` / ``function``.
+- OpenAI Responses API / Agents SDK items: ``{"type": "message", "role", "content":
+  [{"type": "input_text" | "output_text"}]}`` (or an easy-input ``{"role", "content"}``),
+  and role-less items that are one block each: ``function_call`` / ``custom_tool_call``
+  (``call_id``, ``name``, ``arguments`` / ``input``; an assistant turn),
+  ``function_call_output`` / ``custom_tool_call_output`` (``call_id``, ``output``; a tool
+  result), ``reasoning`` (``summary`` / ``content``; assistant thinking). Their one block
+  is located at field :data:`ITEM`.
 
 Everything here is read-only and total: malformed input (non-dict entries, a missing role,
 ``content: None``, unknown block types, a ``type`` that is a list, an int too large for
@@ -29,6 +36,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "ITEM",
     "BlockKind",
     "BlockRef",
     "InfoCache",
@@ -39,6 +47,7 @@ __all__ = [
     "iter_blocks",
     "leading_system_count",
     "message_fingerprint",
+    "message_role",
     "message_text",
     "role_kind",
     "token_text",
@@ -82,13 +91,47 @@ _ROLE_KINDS: dict[str, RoleKind] = {
 # Block ``type`` spellings. Pi/OpenClaw use several names for the same thing.
 _CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "tool_call", "functionCall"})
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "functionResponse", "function_response"})
-_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text"})
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document", "inlineData"})
 
 # Where a container keeps its blocks: a message's ``content`` list, an OpenAI assistant's
 # ``tool_calls`` list, or Gemini's ``parts`` list.
 CONTENT, TOOL_CALLS, PARTS = "content", "tool_calls", "parts"
+# A Responses API item that is itself one block (a function call, its output, reasoning):
+# the block's field. Removing that block removes the item.
+ITEM = "item"
+
+# Responses API item types with no ``role``: the role each stands for.
+_ITEM_CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
+_ITEM_RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+_ITEM_ROLES = {
+    "function_call": "assistant",
+    "custom_tool_call": "assistant",
+    "reasoning": "assistant",
+    "function_call_output": "tool",
+    "custom_tool_call_output": "tool",
+}
+
+
+def _item_type(message: Mapping[str, Any]) -> str | None:
+    """The ``type`` of a role-less Responses API item, or None for anything else."""
+    if "role" in message:
+        return None
+    itype = message.get("type")
+    return itype if isinstance(itype, str) and itype in _ITEM_ROLES else None
+
+
+def message_role(message: object) -> str:
+    """The role ``message`` has or, for a role-less Responses item, stands for; ``""`` when
+    unreadable."""
+    if not isinstance(message, Mapping):
+        return ""
+    role = message.get("role")
+    if isinstance(role, str):
+        return role
+    itype = _item_type(message)
+    return _ITEM_ROLES[itype] if itype is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +188,10 @@ def role_kind(message: object) -> RoleKind:
         return RoleKind.UNKNOWN
     role = message.get("role")
     if not isinstance(role, str):
-        return RoleKind.UNKNOWN
+        itype = _item_type(message) if role is None else None
+        if itype is None:
+            return RoleKind.UNKNOWN
+        role = _ITEM_ROLES[itype]
     return _ROLE_KINDS.get(role, RoleKind.UNKNOWN)
 
 
@@ -330,6 +376,10 @@ def iter_blocks(message: object) -> Iterator[BlockRef]:
     """Yield every readable piece of ``message`` in order (text, calls, results, ...)."""
     if not isinstance(message, Mapping):
         return
+    itype = _item_type(message)
+    if itype is not None:
+        yield _item_block(message, itype)
+        return
     kind = role_kind(message)
     content = message.get("content")
 
@@ -385,6 +435,33 @@ def iter_blocks(message: object) -> Iterator[BlockRef]:
         )
 
 
+def _item_block(item: Mapping[str, Any], itype: str) -> BlockRef:
+    """The one block a role-less Responses API item is."""
+    if itype in _ITEM_CALL_TYPES:
+        args = item.get("arguments", item.get("input"))
+        return BlockRef(
+            BlockKind.TOOL_CALL,
+            ITEM,
+            -1,
+            text=_call_arguments_text(args),
+            tool_id=_str_or_none(item.get("call_id")),
+            tool_name=_str_or_none(item.get("name")),
+            raw_type=itype,
+        )
+    if itype in _ITEM_RESULT_TYPES:
+        return BlockRef(
+            BlockKind.TOOL_RESULT,
+            ITEM,
+            -1,
+            text=_as_text(item.get("output")),
+            tool_id=_str_or_none(item.get("call_id")),
+            raw_type=itype,
+        )
+    # reasoning: its summary and (open models) its content are the text it costs
+    text = "\n".join(t for t in (_as_text(item.get(k)) for k in ("summary", "content")) if t)
+    return BlockRef(BlockKind.THINKING, ITEM, -1, text=text, raw_type=itype)
+
+
 def _content_has_results(content: Any) -> bool:
     return isinstance(content, list) and any(
         isinstance(b, Mapping) and _type_of(b) in _RESULT_TYPES for b in content
@@ -415,7 +492,7 @@ def inspect_message(message: object) -> MessageInfo:
 
 def _inspect(message: object) -> MessageInfo:
     blocks = tuple(iter_blocks(message))
-    role = message.get("role") if isinstance(message, Mapping) else None
+    role = message_role(message)
     calls = [b for b in blocks if b.kind is BlockKind.TOOL_CALL]
     results = [b for b in blocks if b.kind is BlockKind.TOOL_RESULT]
     names = tuple(b.tool_name for b in calls + results if b.tool_name)
@@ -449,6 +526,9 @@ def with_tool_id(message: Mapping[str, Any], block: BlockRef, tool_id: str) -> d
         The edited copy.
     """
     edited = dict(message)
+    if block.field == ITEM:
+        edited["call_id"] = tool_id
+        return edited
     if block.field == "":
         content = message.get(CONTENT)
         if role_kind(message) is RoleKind.TOOL:

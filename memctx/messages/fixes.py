@@ -13,6 +13,7 @@ from typing import Any
 
 from .anatomy import (
     CONTENT,
+    ITEM,
     PARTS,
     TOOL_CALLS,
     BlockKind,
@@ -48,7 +49,7 @@ def rename_reused_ids(rows: list[Row]) -> list[Row]:
     A window answers its own turn's calls, in order: the k-th result carrying a reused id
     answers the k-th call of the turn with that id (the first use keeps the id), or, for a
     whole-message result, the k-th such call of the turn's last message, the only one a
-    tool message may answer.
+    tool message may answer (a Responses output item, like a block, answers any).
     """
     infos = [info for _, info, _ in rows]
     taken = {b.tool_id for i in infos for b in i.blocks if b.tool_id is not None}
@@ -76,11 +77,13 @@ def rename_reused_ids(rows: list[Row]) -> list[Row]:
         last, reused = j - 1, {old for _, old, new in calls if new != old}
         seen: dict[tuple[bool, str], int] = {}
         while j < n and infos[j].kind in ANSWER_WINDOW_KINDS:
-            whole = infos[j].kind is RoleKind.TOOL
+            tool_message = infos[j].kind is RoleKind.TOOL
             for block in infos[j].blocks if reused else ():
                 old = block.tool_id
                 if block.kind is not BlockKind.TOOL_RESULT or old not in reused:
                     continue
+                # A Responses output item answers any call of the turn (each call is an item).
+                whole = tool_message and block.field != ITEM
                 ids = [new for m, o, new in calls if o == old and (m == last or not whole)]
                 k = seen[whole, old] = seen.get((whole, old), -1) + 1
                 if k < len(ids) and ids[k] != old:
@@ -288,8 +291,8 @@ def without_blocks(
     message: Mapping[str, Any], info: MessageInfo, spots: set[tuple[str, int]]
 ) -> dict[str, Any] | None:
     """A shallow copy of ``message`` without the blocks at ``spots``; None drops it whole."""
-    if ("", -1) in spots and info.kind is RoleKind.TOOL:
-        return None  # the message is the result
+    if (("", -1) in spots and info.kind is RoleKind.TOOL) or (ITEM, -1) in spots:
+        return None  # the message is the result (or the call: a Responses item)
     edited = dict(message)
     for field in (CONTENT, TOOL_CALLS, PARTS):
         drop = {i for f, i in spots if f == field}

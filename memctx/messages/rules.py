@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .anatomy import BlockKind, BlockRef, MessageInfo, RoleKind
+from .anatomy import ITEM, BlockKind, BlockRef, MessageInfo, RoleKind
 
 __all__ = [
     "ANSWER_WINDOW_KINDS",
@@ -99,8 +99,8 @@ def _violation(kind: ViolationKind, msg: int, block: BlockRef, detail: str) -> P
 
 
 # Provider shapes as bits: a call accepts the result shapes in its mask.
-_OPENAI, _ANTHROPIC, _PI, _GEMINI = 1, 2, 4, 8
-_ANY = _OPENAI | _ANTHROPIC | _PI | _GEMINI
+_OPENAI, _ANTHROPIC, _PI, _GEMINI, _RESPONSES = 1, 2, 4, 8, 16
+_ANY = _OPENAI | _ANTHROPIC | _PI | _GEMINI | _RESPONSES
 _CALL_SHAPES = {
     "tool_calls": _OPENAI,
     "function_call": _OPENAI,
@@ -119,10 +119,14 @@ _MESSAGE_RESULT_SHAPES = {"tool": _OPENAI, "function": _OPENAI}  # other roles: 
 def _call_shapes(call: BlockRef) -> int:
     if call.field == "parts":
         return _GEMINI
+    if call.field == ITEM:  # a Responses function_call item
+        return _RESPONSES
     return _CALL_SHAPES.get(call.raw_type, _ANY)
 
 
 def _result_shape(result: BlockRef, whole_message: bool) -> int:
+    if result.field == ITEM:  # a Responses function_call_output item
+        return _RESPONSES
     if whole_message and result.field == "":  # the message is the result: raw_type is its role
         return _MESSAGE_RESULT_SHAPES.get(result.raw_type, _PI)
     return _BLOCK_RESULT_SHAPES.get(result.raw_type, _ANY)
@@ -317,7 +321,9 @@ def _judge_window_message(
     in_user_turn = info.kind is RoleKind.USER
     for block in info.blocks:
         if block.kind is BlockKind.TOOL_RESULT:
-            problem = pending.answer(block, last_assistant if whole_message_result else None)
+            # A Responses output item answers any call of the turn: each call is its own item.
+            only = last_assistant if whole_message_result and block.field != ITEM else None
+            problem = pending.answer(block, only)
             # A tool message must precede every user message; a result block every other
             # block of the merged user turn. It still answers its call: repair moves it.
             if problem is None and (seen_user if whole_message_result else seen_content):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .anatomy import BlockKind, iter_blocks, message_fingerprint
+from .anatomy import BlockKind, RoleKind, iter_blocks, message_fingerprint, role_kind
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -63,6 +63,10 @@ def _message_cost(message: object, count_text: Callable[[str], int]) -> int:
     if not isinstance(message, Mapping):
         return 0
     total = MESSAGE_OVERHEAD_TOKENS
+    if role_kind(message) is RoleKind.UNKNOWN:
+        # Not a shape memctx reads (an unknown item type, no role): it is still sent and
+        # billed, so its JSON counts rather than a silent zero.
+        return total + count_text(_json_text(message))
     for block in iter_blocks(message):
         if block.kind is BlockKind.IMAGE:
             total += IMAGE_TOKENS
@@ -72,6 +76,13 @@ def _message_cost(message: object, count_text: Callable[[str], int]) -> int:
         else:
             total += count_text(block.text)
     return total
+
+
+def _json_text(message: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(message, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return repr(message)
 
 
 def estimate_message_tokens(message: object) -> int:

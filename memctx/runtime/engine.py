@@ -72,7 +72,16 @@ import numpy as np
 
 from memctx.config import MemoryContextConfig
 from memctx.errors import StoreError
-from memctx.messages import InfoCache, TokenCounter, pairing_violations, repair_tool_pairing
+from memctx.messages import (
+    InfoCache,
+    RoleKind,
+    SdkMessages,
+    TokenCounter,
+    describe_unreadable,
+    pairing_violations,
+    repair_tool_pairing,
+    role_kind,
+)
 from memctx.recall import build_query, insert_recall
 from memctx.retrieval import Embedder, SearchParams
 from memctx.store import resolve_store_dir
@@ -167,6 +176,9 @@ class MemoryContext:
         self._closed = False
         self._registry_key: tuple[str, str] | None = None
         self._counts: Counter[str] = Counter()
+        self._sdk = SdkMessages()
+        self._unknown_seen: dict[int, object] = {}
+        self._unknown_logged = False
         self._last_error: str | None = None
         self._calls = 0  # on_context calls, failed ones included
         self._notes: CallNotes | None = None  # the call in progress
@@ -238,8 +250,12 @@ class MemoryContext:
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    def on_context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def on_context(self, messages: list[Any]) -> list[Any]:
         """The messages to send this turn: trimmed if needed, with recalled memory. Never raises.
+
+        ``messages`` are dicts in any supported format (OpenAI chat, Anthropic, Pi, Gemini,
+        Responses API items) or SDK objects (pydantic models, read through ``model_dump``): a
+        message kept unchanged comes back as the caller's own object, a changed one as a dict.
 
         What the call did is in :attr:`last_call` afterwards.
         """
@@ -247,9 +263,12 @@ class MemoryContext:
             self._calls += 1
             self._notes = None
             given = messages
+            originals: dict[int, object] = {}
             try:
                 if self.config.enabled:
-                    given = messages = self._messages_only(messages)
+                    given = messages
+                    messages, originals = self._messages_only(messages)
+                    given = SdkMessages.restore(messages, originals)
                 out = self._context(messages)
             except Exception as exc:  # the hook contract: never raise into the agent
                 self._fail("on_context", exc)
@@ -258,16 +277,39 @@ class MemoryContext:
                 )
                 return given
             self._counts["on_context"] += 1
-            return out
+            return SdkMessages.restore(out, originals)
 
-    def _messages_only(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``messages`` without the items that are not messages, counted as
-        ``bad_messages_skipped`` (:func:`only_messages`)."""
+    def _messages_only(self, messages: list[Any]) -> tuple[list[dict[str, Any]], dict[int, object]]:
+        """``messages`` with SDK objects read as dicts (:class:`memctx.messages.SdkMessages`;
+        the map gives each such dict's original) and without the items that are not
+        messages, counted as ``bad_messages_skipped`` (:func:`only_messages`). Messages whose
+        shape memctx cannot read are kept and counted once each as ``unknown_messages``."""
         _check_list(messages)
-        kept = only_messages(messages)
-        if kept is not messages:
+        read, originals = self._sdk.read(messages)
+        kept = only_messages(read)
+        if len(kept) < len(messages):
             self._counts["bad_messages_skipped"] += len(messages) - len(kept)
-        return kept
+        self._note_unknown(kept)
+        return kept, originals
+
+    def _note_unknown(self, messages: list[dict[str, Any]]) -> None:
+        """Count each message of a shape memctx cannot read once; log the first one's shape
+        (type name and keys, never its content) once per session."""
+        for message in messages:
+            if role_kind(message) is not RoleKind.UNKNOWN or id(message) in self._unknown_seen:
+                continue
+            if len(self._unknown_seen) >= 100_000:
+                self._unknown_seen.clear()
+            self._unknown_seen[id(message)] = message  # held: its id cannot be reused
+            self._counts["unknown_messages"] += 1
+            if not self._unknown_logged:
+                self._unknown_logged = True
+                logger.warning(
+                    "memctx cannot read a message shape (%s): it is kept and sent as given, "
+                    "its tokens estimated from its JSON; further ones are counted as "
+                    "unknown_messages",
+                    describe_unreadable(message),
+                )
 
     @property
     def last_call(self) -> ContextCallRecord | None:
@@ -277,7 +319,7 @@ class MemoryContext:
         with self._lock:
             return self._last_call
 
-    def on_before_compact(self, messages: list[dict[str, Any]]) -> None:
+    def on_before_compact(self, messages: list[Any]) -> None:
         """Archive ``messages`` (about to be compacted) and queue knowledge extraction."""
         with self._timer("on_before_compact"), self._lock:
             try:
@@ -285,9 +327,7 @@ class MemoryContext:
                     raise TypeError(
                         f"messages must be a list of message dicts, got {type(messages).__name__}"
                     )
-                batch = only_messages(messages)
-                if len(batch) < len(messages):  # skip what is not a message, keep the rest
-                    self._counts["bad_messages_skipped"] += len(messages) - len(batch)
+                batch, _ = self._messages_only(messages)  # what is not a message: skipped
                 if self.config.enabled:
                     with self._archive.writes_after():  # the worker starts when we return
                         self._archive.compacted(batch)

@@ -63,6 +63,12 @@ Block = tuple[str, Any, Any]  # ("call" | "result" | "content", key, the raw blo
 
 
 def _view(fmt: str, message: dict[str, Any]) -> tuple[str, list[Block]]:
+    if fmt == "responses" and "role" not in message:  # an item that is one call/output/thought
+        if message["type"] == "function_call":
+            return "assistant", [("call", message["call_id"], message)]
+        if message["type"] == "function_call_output":
+            return "user", [("result", message["call_id"], message)]
+        return "assistant", [("content", None, message)]
     role = {"model": "assistant", "tool": "user", "toolResult": "user"}.get(
         message["role"], message["role"]
     )
@@ -96,7 +102,8 @@ def _view(fmt: str, message: dict[str, Any]) -> tuple[str, list[Block]]:
 
 def _turns(fmt: str, messages: list[Any]) -> list[tuple[str, list[Block]]]:
     turns: list[tuple[str, list[Block]]] = []
-    merge_assistants = fmt in ("anthropic", "gemini")
+    # Responses items: each call is its own item, the run of them one assistant turn.
+    merge_assistants = fmt in ("anthropic", "gemini", "responses")
     for message in messages:
         role, blocks = _view(fmt, message)
         if turns and turns[-1][0] == role and (role == "user" or merge_assistants):
@@ -190,7 +197,7 @@ def _without_ids(block: Any) -> str:
     return json.dumps(strip(block), sort_keys=True, default=str)
 
 
-_ID_KEYS = {"id", "tool_call_id", "toolCallId", "tool_use_id"}
+_ID_KEYS = {"id", "tool_call_id", "toolCallId", "tool_use_id", "call_id"}
 
 
 def _assert_derived_from(original: list[Any], repaired: list[Any]) -> None:
@@ -218,7 +225,7 @@ def _assert_derived_from(original: list[Any], repaired: list[Any]) -> None:
     used: set[int] = set()
     for message in repaired:
         source = by_mid[message["mid"]]
-        assert message["role"] == source["role"]
+        assert message.get("role") == source.get("role")  # Responses items have none
         if message is source:
             used |= {id(b) for k in _LISTS for b in _list(source, k)}
             continue

@@ -350,14 +350,18 @@ def parallel_conversation(fmt: str, relevant: bool) -> list[Any]:
 def test_a_call_with_three_results_is_removed_as_one_unit(fmt: str) -> None:
     messages = parallel_conversation(fmt, relevant=False)
     infos = [inspect_message(m) for m in messages]
-    caller, later = [i for i, info in enumerate(infos) if info.has_tool_calls]
+    # One message calls three tools (Responses items: one item per call); one more calls later.
+    *callers, later = [i for i, info in enumerate(infos) if info.has_tool_calls]
     answers = [i for i, info in enumerate(infos[:later]) if info.has_tool_results]
-    assert len(infos[caller].tool_call_ids) == 3
+    assert sum(len(infos[i].tool_call_ids) for i in callers) == 3
     # Just over by one token: dropping a single result would do, but the unit goes whole.
-    limit = tokens(messages) - tokens(messages[1:caller]) - 1
+    limit = tokens(messages) - tokens(messages[1 : callers[0]]) - 1
     result = smart_trim(messages, "kubernetes", limit)
     assert pairing_violations(result.kept) == []
-    unit = [messages[i] for i in [caller, *answers]]
+    # Responses items: each call item and its output are a unit of their own (the others
+    # still pair), so the first call goes with its output and the rest may stay.
+    whole = [callers[0], answers[0]] if fmt == "responses" else [*callers, *answers]
+    unit = [messages[i] for i in whole]
     assert all(any(m is t for t in result.trimmed) for m in unit)
     assert result.layer_counts.pairing == 0 and result.layer_counts.pairing_edited == 0
 
