@@ -1,0 +1,174 @@
+"""memctx in an OpenAI Agents SDK agent: a model-input filter run before every model call.
+
+The SDK (``openai-agents``, pinned at 0.20.0) calls ``RunConfig(call_model_input_filter=...)``
+right before each model call with the items it is about to send (Responses API input items:
+``message``, ``function_call``, ``function_call_output``, ``reasoning``...) and the agent's
+instructions, and sends what the filter returns. That is where a strategy belongs: memctx
+reads these items as they are (its fifth message format, calls paired with their outputs by
+``call_id``), so :class:`MemctxInputFilter` hands them to a
+:class:`~memctx.integrations.runner.StrategyRunner` untranslated and sends back its context:
+the recall block, trimming, masking, a compaction summary. Items the strategy kept unchanged
+are the SDK's own objects; new ones are items memctx wrote in the same shape (an easy-input
+``{"role": "user", "content": ...}`` message for a recall block or a summary, a
+``function_call_output`` copy with its output masked or cut).
+
+Why a filter and not a session wrapper: the filter sees every model call, within a run (tool
+loops) as well as across runs, with or without a ``Session``, while a session is read only
+when a run starts. The SDK's own history keeps growing, so the filter remembers what a
+compaction replaced it with and, as long as the items it is given continue the ones that
+compaction stood for (the same items first, compared by value: the SDK rebuilds them every
+call), sends the compacted history plus the new items; anything else (another conversation,
+an edited history) starts over from the items given. That memory lives in the filter, one
+per conversation: a new process compacts again once, and what the session stores stays the
+agent's full record (memctx archives what it compacts away, so nothing is lost to recall).
+
+The instructions go to the strategy as a leading system message, so they count against the
+window and are protected as the system prompt, and come back as ``instructions``.
+
+Not supported: server-side conversation state (``previous_response_id``,
+``conversation_id``), where the SDK sends only the new items and the server holds the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from agents import TResponseInputItem
+from agents.run_config import CallModelData, ModelInputData
+
+from memctx.config import MemoryContextConfig
+from memctx.strategies import Messages, Strategy
+
+from .runner import StrategyRunner
+
+__all__ = ["MemctxInputFilter"]
+
+log = logging.getLogger("memctx.integrations")
+
+
+class MemctxInputFilter:
+    """A memctx strategy as the Agents SDK's ``call_model_input_filter`` (module docstring).
+
+    Use one per conversation::
+
+        memctx_filter = MemctxInputFilter(store_dir="~/.memctx", session_id="chat-42")
+        result = await Runner.run(
+            agent, "fix the tests", run_config=RunConfig(call_model_input_filter=memctx_filter)
+        )
+        memctx_filter.close()
+
+    Args:
+        strategy: A registered strategy name (``memory-context`` by default, maybe with
+            settings: ``"observation-masking:keepLast=5"``), or a strategy built already.
+        store_dir: Where the strategy keeps its files; conversations sharing it share memory.
+            Required with a strategy name.
+        session_id: The conversation (letters, digits, ``._-``).
+        window: The model's context window in tokens.
+        config: memctx settings (:func:`memctx.load_config`); ``None`` means the defaults.
+
+    Raises:
+        ValueError, ConfigError, StoreError: Bad arguments (from
+            :class:`~memctx.integrations.runner.StrategyRunner`), at construction only.
+    """
+
+    def __init__(
+        self,
+        strategy: str | Strategy = "memory-context",
+        *,
+        store_dir: str | Path | None = None,
+        session_id: str = "default",
+        window: int = 128_000,
+        config: MemoryContextConfig | None = None,
+    ) -> None:
+        self.runner = StrategyRunner(
+            strategy, store_dir=store_dir, session_id=session_id, window=window, config=config
+        )
+        self._lock = threading.Lock()
+        # After a compaction: the SDK items the compacted history stands for, and that history.
+        self._covered: list[Any] = []
+        self._compacted: Messages | None = None
+        self._last: Messages = []  # the last history, what ends the session on close()
+        self._ended = False
+
+    async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        """The SDK's hook: the strategy's work runs in a worker thread, off the event loop."""
+        return await asyncio.to_thread(self.filter, data.model_data)
+
+    def filter(self, model_data: ModelInputData) -> ModelInputData:
+        """What to send instead of ``model_data``; never raises (on a failure inside memctx,
+        ``model_data`` itself goes on, and the failure is counted in ``runner.stats``)."""
+        try:
+            with self._lock:
+                return self._filtered(model_data)
+        except Exception as exc:  # a hook inside the agent: log by type only, count, pass on
+            self.runner.stats.failures += 1
+            log.warning(
+                "memctx: filtering the model input failed (%s); it goes on unchanged",
+                type(exc).__name__,
+            )
+            return model_data
+
+    def _filtered(self, model_data: ModelInputData) -> ModelInputData:
+        items = list(model_data.input)
+        instructions = model_data.instructions
+        head: Messages = [{"role": "system", "content": instructions}] if instructions else []
+        history = self._continued(items)
+        step = self.runner.step(head + history)
+        if step.failed:
+            return model_data
+        kept = _without_instructions(step.history, head)
+        if step.compacted:
+            self._covered, self._compacted = items, kept
+        self._last = kept
+        context = step.context
+        if head and context and context[0] is not head[0] and context[0].get("role") == "system":
+            # The instructions as memctx sends them (cut to fit a small window, say).
+            content = context[0].get("content")
+            instructions = content if isinstance(content, str) else instructions
+        sent = _without_instructions(context, head)
+        return ModelInputData(input=cast(list[TResponseInputItem], sent), instructions=instructions)
+
+    def _continued(self, items: list[Any]) -> Messages:
+        """The history for this call: the compacted one plus the items added since, when
+        ``items`` continues what the last compaction covered; else ``items`` as given."""
+        if self._compacted is None:
+            return items
+        covered = self._covered
+        if len(items) >= len(covered) and all(
+            a is b or a == b for a, b in zip(covered, items, strict=False)
+        ):
+            # Items the compaction kept are the SDK's objects of that call; this call's
+            # objects (equal, rebuilt by the SDK) go on in their place.
+            position = {id(item): index for index, item in enumerate(covered)}
+            current = [items[position[id(m)]] if id(m) in position else m for m in self._compacted]
+            return current + items[len(covered) :]
+        self._covered, self._compacted = [], None  # another conversation, or an edited one
+        return items
+
+    def close(self) -> Mapping[str, float]:
+        """End the session with its last history (archived for later recall by the memory
+        strategies) and close the strategy; idempotent, never raises. Returns the strategy's
+        LLM usage (``{}`` when it failed or was closed already)."""
+        with self._lock:
+            if not self._ended:
+                self._ended = True
+                self.runner.end_session(self._last)
+            return self.runner.close()
+
+    def __enter__(self) -> MemctxInputFilter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _without_instructions(messages: Sequence[dict[str, Any]], head: Messages) -> Messages:
+    """``messages`` without the leading system message that carried the instructions."""
+    if head and messages and (messages[0] is head[0] or messages[0].get("role") == "system"):
+        return list(messages[1:])
+    return list(messages)
