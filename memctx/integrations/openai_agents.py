@@ -42,6 +42,7 @@ from agents import TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
 from memctx.config import MemoryContextConfig
+from memctx.messages import is_recalled_block
 from memctx.strategies import Messages, Strategy
 
 from .runner import StrategyRunner
@@ -126,9 +127,10 @@ class MemctxInputFilter:
             self._covered, self._compacted = items, kept
         self._last = kept
         context = step.context
-        if head and context and context[0] is not head[0] and context[0].get("role") == "system":
+        first = context[0] if context else None
+        if head and first is not None and first is not head[0] and _is_instructions(first, head):
             # The instructions as memctx sends them (cut to fit a small window, say).
-            content = context[0].get("content")
+            content = first.get("content")
             instructions = content if isinstance(content, str) else instructions
         sent = _without_instructions(context, head)
         return ModelInputData(input=cast(list[TResponseInputItem], sent), instructions=instructions)
@@ -167,8 +169,18 @@ class MemctxInputFilter:
         self.close()
 
 
+def _is_instructions(message: dict[str, Any], head: Messages) -> bool:
+    """``message`` carries the instructions: the system message put first for them, or the
+    copy memctx made of it (cut to fit), never a block memctx added."""
+    if not head:
+        return False
+    if message is head[0]:
+        return True
+    return message.get("role") == "system" and not is_recalled_block(message)
+
+
 def _without_instructions(messages: Sequence[dict[str, Any]], head: Messages) -> Messages:
     """``messages`` without the leading system message that carried the instructions."""
-    if head and messages and (messages[0] is head[0] or messages[0].get("role") == "system"):
+    if messages and _is_instructions(messages[0], head):
         return list(messages[1:])
     return list(messages)

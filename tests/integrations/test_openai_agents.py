@@ -518,3 +518,19 @@ def test_other_call_item_types_are_never_separated_from_their_outputs(tmp_path: 
             broken.append(size)
         memctx_filter.close()
     assert broken == []
+
+
+def test_instructions_too_long_for_the_window_are_cut_and_stay_top_level(tmp_path: Path) -> None:
+    memctx_filter = MemctxInputFilter(
+        "memory-context-hook", store_dir=tmp_path, session_id="i", window=WINDOW
+    )
+    instructions = "Follow the house style. " + "Rule: keep functions short. " * 2_000
+    items = _items(2)
+    out = memctx_filter.filter(ModelInputData(input=list(items), instructions=instructions))
+    assert out.instructions is not None and len(out.instructions) < len(instructions)
+    assert out.instructions.startswith("Follow the house style.")
+    assert all(i.get("role") != "system" for i in out.input)
+    body = {"instructions": out.instructions, "input": out.input}
+    assert TokenCounter().count_messages(as_messages(body)) <= WINDOW
+    assert_calls_paired(out.input)
+    memctx_filter.close()
