@@ -100,11 +100,26 @@ class FakeResponses:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     reasons: bool = False  # a reasoning model: a reasoning item before every output item
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.bodies.append(body)
         number = len(self.bodies)
-        return web.json_response(_response(number, self.reasoning(number) + self.answer(body)))
+        response = _response(number, self.reasoning(number) + self.answer(body))
+        if not body.get("stream"):
+            return web.json_response(response)
+        # Server-sent events: the SDK takes the model's output from ``response.completed``.
+        stream = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await stream.prepare(request)
+        created = {**response, "status": "in_progress", "output": []}
+        events = [
+            ("response.created", {"response": created}),
+            ("response.completed", {"response": response}),
+        ]
+        for sequence, (kind, data) in enumerate(events):
+            event = {"type": kind, "sequence_number": sequence, **data}
+            await stream.write(f"event: {kind}\ndata: {json.dumps(event)}\n\n".encode())
+        await stream.write_eof()
+        return stream
 
     def reasoning(self, number: int) -> list[dict[str, Any]]:
         if not self.reasons:
@@ -169,6 +184,7 @@ async def converse(
     *,
     reasons: bool = False,
     session: Session | None = None,
+    streamed: bool = False,
 ) -> tuple[FakeResponses, list[str]]:
     """One conversation, one ``Runner.run`` per prompt (each continuing the last's items, or
     the ``session``'s), against a fake Responses endpoint; returns the endpoint and the final
@@ -198,6 +214,12 @@ async def converse(
             ask = {"role": "user", "content": prompt}
             if session is not None:
                 result = await Runner.run(agent, [ask], run_config=run_config, session=session)
+            elif streamed:
+                streaming = Runner.run_streamed(agent, [*items, ask], run_config=run_config)
+                async for _ in streaming.stream_events():
+                    pass
+                result = streaming
+                items = result.to_input_list()
             else:
                 result = await Runner.run(agent, [*items, ask], run_config=run_config)
                 items = result.to_input_list()
@@ -332,12 +354,17 @@ def test_a_failure_inside_memctx_does_not_break_the_run(
     memctx_filter.close()
 
 
-def test_observation_masking_masks_old_outputs_and_keeps_pairs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_observation_masking_masks_old_outputs_and_keeps_pairs(
+    tmp_path: Path, streamed: bool
+) -> None:
     memctx_filter = MemctxInputFilter(
         "observation-masking:keepLast=2", store_dir=tmp_path, session_id="m", window=WINDOW
     )
     calls = Recorded()
-    fake, _ = asyncio.run(converse(memctx_filter, reads(5), calls))
+    fake, outputs = asyncio.run(converse(memctx_filter, reads(5), calls, streamed=streamed))
+    assert outputs == ["Read it."] * 5
+    assert all(bool(body.get("stream")) is streamed for body in fake.bodies)
     last = fake.bodies[-1]["input"]
     outputs = [i["output"] for i in last if i.get("type") == "function_call_output"]
     assert len(outputs) == 5
