@@ -561,3 +561,19 @@ def test_instructions_too_long_for_the_window_are_cut_and_stay_top_level(tmp_pat
     assert TokenCounter().count_messages(as_messages(body)) <= WINDOW
     assert_calls_paired(out.input)
     memctx_filter.close()
+
+
+def test_close_archives_the_conversation_for_the_next_one(tmp_path: Path) -> None:
+    config = MemoryContextConfig.model_validate({"crossSession": True})
+    first = MemctxInputFilter(store_dir=tmp_path, session_id="monday", window=WINDOW, config=config)
+    asyncio.run(converse(first, [FACT, *reads(1)]))
+    first.close()  # ends the session: its history goes to the archive
+    second = MemctxInputFilter(
+        store_dir=tmp_path, session_id="tuesday", window=WINDOW, config=config
+    )
+    fake, outputs = asyncio.run(converse(second, [QUESTION]))
+    (body,) = fake.bodies
+    recalled = [i for i in body["input"] if "<recalled-context" in _text(i)]
+    assert len(recalled) == 1 and "zebracorn-rotator" in _text(recalled[0])
+    assert outputs == ["It is zebracorn-rotator."]
+    second.close()
