@@ -495,14 +495,15 @@ class TrimCase:
 
 
 def is_plain_user_text(message: dict[str, Any]) -> bool:
-    """A user message carrying only text (no tool results), in any of the four shapes."""
+    """A user message carrying only text (no tool results), in any of the five shapes."""
     if message.get("role") != "user":
         return False
     content = message.get("content", message.get("parts"))
     if isinstance(content, str):
         return True
     return isinstance(content, list) and all(
-        isinstance(b, dict) and "text" in b and b.get("type", "text") == "text" for b in content
+        isinstance(b, dict) and "text" in b and b.get("type", "text") in ("text", "input_text")
+        for b in content
     )
 
 

@@ -13,11 +13,13 @@ knows what the shapes look like:
   ``user`` / ``model`` / ``function``.
 - OpenAI Responses API / Agents SDK items: ``{"type": "message", "role", "content":
   [{"type": "input_text" | "output_text"}]}`` (or an easy-input ``{"role", "content"}``),
-  and role-less items that are one block each: ``function_call`` / ``custom_tool_call``
-  (``call_id``, ``name``, ``arguments`` / ``input``; an assistant turn),
-  ``function_call_output`` / ``custom_tool_call_output`` (``call_id``, ``output``; a tool
-  result), ``reasoning`` (``summary`` / ``content``; assistant thinking). Their one block
-  is located at field :data:`ITEM`.
+  and role-less items that are one block each: calls (an assistant turn) ``function_call``,
+  ``custom_tool_call``, ``computer_call``, ``local_shell_call``, ``shell_call``,
+  ``apply_patch_call`` (``call_id``; ``arguments`` / ``input`` / ``action`` /
+  ``operation``), their outputs (a tool result) ``<call type>_output`` (``call_id``, for
+  ``local_shell_call_output`` its ``id``; ``output``), and ``reasoning`` (``summary`` /
+  ``content``; assistant thinking, which the API requires to stay with the item after it).
+  Their one block is located at field :data:`ITEM`.
 
 Everything here is read-only and total: malformed input (non-dict entries, a missing role,
 ``content: None``, unknown block types, a ``type`` that is a list, an int too large for
@@ -37,6 +39,8 @@ from typing import Any
 
 __all__ = [
     "ITEM",
+    "TEXT_OUTPUT_ITEMS",
+    "TEXT_TYPES",
     "BlockKind",
     "BlockRef",
     "InfoCache",
@@ -91,7 +95,8 @@ _ROLE_KINDS: dict[str, RoleKind] = {
 # Block ``type`` spellings. Pi/OpenClaw use several names for the same thing.
 _CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "tool_call", "functionCall"})
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "functionResponse", "function_response"})
-_TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text"})
+# Text blocks: Chat/Anthropic ``text``, the Responses API's input/output/reasoning texts.
+TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text"})
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document", "inlineData"})
 
@@ -102,15 +107,41 @@ CONTENT, TOOL_CALLS, PARTS = "content", "tool_calls", "parts"
 # the block's field. Removing that block removes the item.
 ITEM = "item"
 
+# Responses API call items: where each keeps what the call does.
+_ITEM_CALL_ARGUMENTS = {
+    "function_call": ("arguments",),
+    "custom_tool_call": ("input",),
+    "computer_call": ("action", "actions"),
+    "local_shell_call": ("action",),
+    "shell_call": ("action",),
+    "apply_patch_call": ("operation",),
+}
+# Their outputs: where each keeps the id of the call it answers.
+_ITEM_RESULT_ID = {
+    "function_call_output": "call_id",
+    "custom_tool_call_output": "call_id",
+    "computer_call_output": "call_id",
+    "local_shell_call_output": "id",
+    "shell_call_output": "call_id",
+    "apply_patch_call_output": "call_id",
+}
+# Outputs whose ``output`` is a string, the only ones a text edit may rewrite (a computer
+# screenshot or a shell call's list of results would no longer be valid as a string).
+TEXT_OUTPUT_ITEMS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "apply_patch_call_output",
+    }
+)
+_ITEM_CALL_TYPES = frozenset(_ITEM_CALL_ARGUMENTS)
+_ITEM_RESULT_TYPES = frozenset(_ITEM_RESULT_ID)
 # Responses API item types with no ``role``: the role each stands for.
-_ITEM_CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
-_ITEM_RESULT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _ITEM_ROLES = {
-    "function_call": "assistant",
-    "custom_tool_call": "assistant",
+    **dict.fromkeys(_ITEM_CALL_TYPES, "assistant"),
     "reasoning": "assistant",
-    "function_call_output": "tool",
-    "custom_tool_call_output": "tool",
+    **dict.fromkeys(_ITEM_RESULT_TYPES, "tool"),
 }
 
 
@@ -175,6 +206,16 @@ class MessageInfo:
         return bool(self.tool_result_ids)
 
     @property
+    def is_reasoning_item(self) -> bool:
+        """A Responses ``reasoning`` item: the API refuses it without the item after it,
+        and that item without it."""
+        return (
+            len(self.blocks) == 1
+            and self.blocks[0].field == ITEM
+            and self.blocks[0].kind is BlockKind.THINKING
+        )
+
+    @property
     def is_tool_result_only(self) -> bool:
         """True when the message carries tool results and no text of its own."""
         if not self.tool_result_ids:
@@ -218,7 +259,7 @@ def _block_text(block: Any) -> str:
     if btype in _IMAGE_TYPES:
         return ""
     text = block.get("text")
-    if isinstance(text, str) and (btype in _TEXT_TYPES or (btype is None and len(block) == 1)):
+    if isinstance(text, str) and (btype in TEXT_TYPES or (btype is None and len(block) == 1)):
         return text
     return _json_or_str(block)
 
@@ -305,7 +346,7 @@ def _content_block(block: Any, index: int, field: str) -> BlockRef:
             return BlockRef(BlockKind.IMAGE, field, index, raw_type="inlineData")
         return BlockRef(BlockKind.OTHER, field, index)
 
-    if btype in _TEXT_TYPES:
+    if btype in TEXT_TYPES:
         return BlockRef(BlockKind.TEXT, field, index, text=_str(block.get("text")), raw_type=btype)
     if btype in _THINKING_TYPES:
         text = block.get("thinking", block.get("text", block.get("summary")))
@@ -438,7 +479,7 @@ def iter_blocks(message: object) -> Iterator[BlockRef]:
 def _item_block(item: Mapping[str, Any], itype: str) -> BlockRef:
     """The one block a role-less Responses API item is."""
     if itype in _ITEM_CALL_TYPES:
-        args = item.get("arguments", item.get("input"))
+        args = next((item[k] for k in _ITEM_CALL_ARGUMENTS[itype] if k in item), None)
         return BlockRef(
             BlockKind.TOOL_CALL,
             ITEM,
@@ -454,7 +495,7 @@ def _item_block(item: Mapping[str, Any], itype: str) -> BlockRef:
             ITEM,
             -1,
             text=_as_text(item.get("output")),
-            tool_id=_str_or_none(item.get("call_id")),
+            tool_id=_str_or_none(item.get(_ITEM_RESULT_ID[itype])),
             raw_type=itype,
         )
     # reasoning: its summary and (open models) its content are the text it costs
@@ -527,7 +568,7 @@ def with_tool_id(message: Mapping[str, Any], block: BlockRef, tool_id: str) -> d
     """
     edited = dict(message)
     if block.field == ITEM:
-        edited["call_id"] = tool_id
+        edited[_ITEM_RESULT_ID.get(block.raw_type, "call_id")] = tool_id
         return edited
     if block.field == "":
         content = message.get(CONTENT)

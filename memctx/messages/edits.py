@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .anatomy import ITEM, BlockRef, RoleKind, role_kind
+from .anatomy import ITEM, TEXT_OUTPUT_ITEMS, BlockRef, RoleKind, role_kind
 
 __all__ = ["tool_result_text", "with_text_block", "with_tool_result_text"]
 
@@ -57,8 +57,9 @@ def with_tool_result_text(message: Mapping[str, Any], ref: BlockRef, text: str) 
         The edited copy.
     """
     edited = dict(message)
-    if ref.field == ITEM:  # a Responses function_call_output item
-        edited["output"] = text
+    if ref.field == ITEM:  # a Responses call output item
+        if ref.raw_type in TEXT_OUTPUT_ITEMS:
+            edited["output"] = text
         return edited
     if ref.field == "":
         content = message.get("content")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .anatomy import InfoCache, MessageInfo, RoleKind, inspect_message, role_kind
+from .anatomy import TEXT_TYPES, InfoCache, MessageInfo, RoleKind, inspect_message, role_kind
 
 __all__ = [
     "COMPACTED_PREFIX",
@@ -66,7 +66,8 @@ def recalled_block_body(text: str) -> str | None:
 
 def _sole_text(message: Mapping[str, Any]) -> str | None:
     """The message's text when it is one text and nothing else: a string ``content``, or one
-    text block (``content`` list, Gemini ``parts``) as frameworks that wrap strings send it."""
+    text block (``content`` list, Gemini ``parts``, a Responses ``input_text``) as frameworks
+    that wrap strings send it."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -75,7 +76,7 @@ def _sole_text(message: Mapping[str, Any]) -> str | None:
         return None
     block = blocks[0]
     text = block.get("text")
-    if not isinstance(text, str) or block.get("type", "text") != "text":
+    if not isinstance(text, str) or block.get("type", "text") not in TEXT_TYPES:
         return None
     return text if len(block) <= 3 else None  # type, text, and at most cache_control
 

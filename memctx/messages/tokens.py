@@ -82,7 +82,42 @@ def _json_text(message: Mapping[str, Any]) -> str:
     try:
         return json.dumps(message, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError, RecursionError):
-        return repr(message)
+        # Nested past the interpreter's recursion limit, or circular: ``repr`` would recurse
+        # the same way, so the leaves are gathered without recursion.
+        return _leaves_text(message)
+
+
+# Enough for any message a window can hold; a bigger structure costs the same bounded walk.
+_LEAVES_MAX_CHARS = 8_000_000
+
+
+def _leaves_text(value: object) -> str:
+    """The keys and scalar leaves of a nested structure, walked without recursion, each
+    container once (a circular one ends), up to :data:`_LEAVES_MAX_CHARS` characters."""
+    parts: list[str] = []
+    size = 0
+    seen: set[int] = set()
+    stack: list[object] = [value]
+    while stack and size < _LEAVES_MAX_CHARS:
+        item = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, Mapping):
+                keys = [str(k) if isinstance(k, str | int | float) else "?" for k in item]
+                parts.extend(keys)
+                size += sum(map(len, keys))
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+            continue
+        leaf = item if isinstance(item, str) else type(item).__name__
+        if isinstance(item, int | float | bool) or item is None:
+            leaf = str(item)
+        parts.append(leaf)
+        size += len(leaf)
+    return " ".join(parts)[:_LEAVES_MAX_CHARS]
 
 
 def estimate_message_tokens(message: object) -> int:
@@ -178,8 +213,8 @@ class TokenCounter:
 def _digest(message: Mapping[str, Any]) -> str:
     try:
         raw = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        raw = repr(message)
+    except (TypeError, ValueError, RecursionError):
+        raw = _leaves_text(message)
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 

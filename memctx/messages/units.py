@@ -9,6 +9,8 @@ from the anatomy of every provider shape (:class:`~memctx.messages.MessageInfo`)
   message with calls, as Gemini pairs them by order.
 - Results answering calls of several messages (one assistant turn split over messages, a
   result message answering both) join those messages into one unit.
+- A Responses ``reasoning`` item joins the assistant item right after it (a call or a
+  message of the same response): the API refuses either without the other.
 - A result whose id matches no earlier call stays alone (pairing repair deals with it), and
   so does every message without calls or results.
 
@@ -32,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .anatomy import InfoCache, MessageInfo
+from .anatomy import InfoCache, MessageInfo, RoleKind
 
 __all__ = ["ToolUnits", "tool_spans", "tool_units"]
 
@@ -50,6 +52,7 @@ class ToolUnits:
         self.members: dict[int, list[int]] = {}
         self._call_at: dict[str, int] = {}  # call id -> the latest message holding it
         self._last_caller = -1
+        self._last_reasoning = -1  # the index of the last message when it was reasoning
 
     def __len__(self) -> int:
         return len(self.root)
@@ -67,6 +70,9 @@ class ToolUnits:
             i = len(root)
             root.append(i)
             members[i] = [i]
+            if self._last_reasoning == i - 1 >= 0 and info.kind is RoleKind.ASSISTANT:
+                changed = min(changed, self._join(i, i - 1))
+            self._last_reasoning = i if info.is_reasoning_item else -1
             for rid in info.tool_result_ids:
                 j = call_at.get(rid, -1) if rid is not None else self._last_caller
                 if j >= 0:

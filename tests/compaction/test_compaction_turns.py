@@ -389,15 +389,7 @@ def _turn_starts(messages: list[Any]) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize(
-    "fmt",
-    [
-        *(f for f in FORMATS if f != "responses"),
-        # Open (issue 27, item 1): compaction's turn cut over Responses items is not yet
-        # checked against this property; it fails on some item lists.
-        pytest.param("responses", marks=pytest.mark.xfail(reason="Responses items: open")),
-    ],
-)
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_recent_turns_stay_verbatim_and_pairs_whole(fmt: str) -> None:
     @_settings
     @given(compaction_conversations(fmt), st.integers(1, 6))

@@ -184,3 +184,71 @@ def test_items_through_on_context_trim_archive_and_recall(tmp_path: Path) -> Non
         assert blocks[0]["role"] == "user"  # an easy-input user message item
         assert pairing_violations(later) == []
         assert mem.stats()["counts"].get("unknown_messages", 0) == 0
+
+
+def reasoning(rid: str) -> dict[str, Any]:
+    return {"type": "reasoning", "id": rid, "summary": [{"type": "summary_text", "text": "think"}]}
+
+
+def test_a_reasoning_item_is_one_unit_with_the_item_after_it() -> None:
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    items = [user("go"), reasoning("rs_1"), call("c1"), out("c1"), reasoning("rs_2"), answer]
+    assert tool_units(items) == [[0], [1, 2, 3], [4, 5]]
+    # before a user message (nothing of its response after it) it stays alone
+    assert tool_units([reasoning("rs_1"), user("next")]) == [[0], [1]]
+
+
+def test_the_other_call_item_types_pair_with_their_outputs() -> None:
+    pairs = [
+        (
+            {
+                "type": "local_shell_call",
+                "id": "ls_1",
+                "call_id": "c1",
+                "action": {"command": ["ls"]},
+                "status": "completed",
+            },
+            {"type": "local_shell_call_output", "id": "c1", "output": "a.py"},
+        ),
+        (
+            {"type": "shell_call", "call_id": "c2", "action": {"commands": ["ls"]}},
+            {"type": "shell_call_output", "call_id": "c2", "output": [{"stdout": "a.py"}]},
+        ),
+        (
+            {"type": "apply_patch_call", "call_id": "c3", "operation": {"type": "create_file"}},
+            {"type": "apply_patch_call_output", "call_id": "c3", "output": "done"},
+        ),
+        (
+            {"type": "computer_call", "call_id": "c4", "action": {"type": "click"}},
+            {
+                "type": "computer_call_output",
+                "call_id": "c4",
+                "output": {"type": "computer_screenshot", "image_url": "data:,"},
+            },
+        ),
+    ]
+    for call_item, output_item in pairs:
+        assert inspect_message(call_item).kind is RoleKind.ASSISTANT
+        assert inspect_message(output_item).kind is RoleKind.TOOL
+        assert pairing_violations([user("go"), call_item, output_item]) == []
+        assert pairing_violations([user("go"), call_item, user("next")]) != []
+        assert tool_units([user("go"), call_item, output_item]) == [[0], [1, 2]]
+        repaired = repair_tool_pairing([user("go"), call_item, user("next")])
+        assert call_item not in repaired
+
+
+def test_a_text_edit_rewrites_only_outputs_that_are_strings() -> None:
+    shot = {
+        "type": "computer_call_output",
+        "call_id": "c4",
+        "output": {"type": "computer_screenshot", "image_url": "data:,"},
+    }
+    (block,) = inspect_message(shot).blocks
+    assert with_tool_result_text(shot, block, "[masked]") == shot
+    text_out = {"type": "local_shell_call_output", "id": "c1", "output": "a.py " * 50}
+    (block,) = inspect_message(text_out).blocks
+    assert with_tool_result_text(text_out, block, "[masked]")["output"] == "[masked]"

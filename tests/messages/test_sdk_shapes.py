@@ -19,7 +19,11 @@ from memctx.messages import RoleKind, inspect_message
 from memctx.messages.markers import is_recalled_block
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.sdk import SdkMessages, as_message_dict, describe_unreadable
-from memctx.messages.tokens import estimate_message_tokens, estimate_messages_tokens
+from memctx.messages.tokens import (
+    TokenCounter,
+    estimate_message_tokens,
+    estimate_messages_tokens,
+)
 from memctx.runtime.engine import MemoryContext
 
 WINDOW = 20_000
@@ -236,3 +240,14 @@ def test_responses_sdk_items_read_as_items() -> None:
     answered = [{"role": "user", "content": "go"}, read[0]]
     answered.append({"type": "function_call_output", "call_id": "c1", "output": "ok"})
     assert pairing_violations(answered) == []
+
+
+def test_an_unknown_item_nested_past_the_recursion_limit_or_circular_still_costs_tokens() -> None:
+    deep: dict[str, Any] = {"type": "x_call", "v": "leaf " * 100}
+    for _ in range(5_000):  # deeper than json.dumps and repr can go
+        deep = {"type": "x_call", "inner": deep}
+    circular: dict[str, Any] = {"type": "x_call", "text": "word " * 600}
+    circular["self"] = circular
+    for item in (deep, circular):
+        assert estimate_message_tokens(item) > 150
+        assert TokenCounter().count_message(item) == estimate_message_tokens(item)
