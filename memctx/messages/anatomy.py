@@ -17,7 +17,7 @@ knows what the shapes look like:
   ``custom_tool_call``, ``computer_call``, ``local_shell_call``, ``shell_call``,
   ``apply_patch_call`` (``call_id``; ``arguments`` / ``input`` / ``action`` /
   ``operation``), their outputs (a tool result) ``<call type>_output`` (``call_id``, for
-  ``local_shell_call_output`` its ``id``; ``output``), and ``reasoning`` (``summary`` /
+  ``local_shell_call_output`` also ``id``; ``output``), and ``reasoning`` (``summary`` /
   ``content``; assistant thinking, which the API requires to stay with the item after it).
   Their one block is located at field :data:`ITEM`.
 
@@ -116,14 +116,16 @@ _ITEM_CALL_ARGUMENTS = {
     "shell_call": ("action",),
     "apply_patch_call": ("operation",),
 }
-# Their outputs: where each keeps the id of the call it answers.
+# Their outputs: where each keeps the id of the call it answers, the first key present
+# (a local shell output carries it as ``id`` in the API's schema, as ``call_id`` from the
+# Agents SDK).
 _ITEM_RESULT_ID = {
-    "function_call_output": "call_id",
-    "custom_tool_call_output": "call_id",
-    "computer_call_output": "call_id",
-    "local_shell_call_output": "id",
-    "shell_call_output": "call_id",
-    "apply_patch_call_output": "call_id",
+    "function_call_output": ("call_id",),
+    "custom_tool_call_output": ("call_id",),
+    "computer_call_output": ("call_id",),
+    "local_shell_call_output": ("call_id", "id"),
+    "shell_call_output": ("call_id",),
+    "apply_patch_call_output": ("call_id",),
 }
 # Outputs whose ``output`` is a string, the only ones a text edit may rewrite (a computer
 # screenshot or a shell call's list of results would no longer be valid as a string).
@@ -495,12 +497,18 @@ def _item_block(item: Mapping[str, Any], itype: str) -> BlockRef:
             ITEM,
             -1,
             text=_as_text(item.get("output")),
-            tool_id=_str_or_none(item.get(_ITEM_RESULT_ID[itype])),
+            tool_id=_str_or_none(item.get(_result_id_key(item, itype))),
             raw_type=itype,
         )
     # reasoning: its summary and (open models) its content are the text it costs
     text = "\n".join(t for t in (_as_text(item.get(k)) for k in ("summary", "content")) if t)
     return BlockRef(BlockKind.THINKING, ITEM, -1, text=text, raw_type=itype)
+
+
+def _result_id_key(item: Mapping[str, Any], itype: str) -> str:
+    """Where a call or output item keeps its call's id (``call_id`` for every call)."""
+    keys = _ITEM_RESULT_ID.get(itype, ("call_id",))
+    return next((k for k in keys if k in item), keys[0])
 
 
 def _content_has_results(content: Any) -> bool:
@@ -568,7 +576,7 @@ def with_tool_id(message: Mapping[str, Any], block: BlockRef, tool_id: str) -> d
     """
     edited = dict(message)
     if block.field == ITEM:
-        edited[_ITEM_RESULT_ID.get(block.raw_type, "call_id")] = tool_id
+        edited[_result_id_key(message, block.raw_type)] = tool_id
         return edited
     if block.field == "":
         content = message.get(CONTENT)

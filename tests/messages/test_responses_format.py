@@ -249,6 +249,6 @@ def test_a_text_edit_rewrites_only_outputs_that_are_strings() -> None:
     }
     (block,) = inspect_message(shot).blocks
     assert with_tool_result_text(shot, block, "[masked]") == shot
-    text_out = {"type": "local_shell_call_output", "id": "c1", "output": "a.py " * 50}
+    text_out = {"type": "local_shell_call_output", "call_id": "c1", "output": "a.py " * 50}
     (block,) = inspect_message(text_out).blocks
     assert with_tool_result_text(text_out, block, "[masked]")["output"] == "[masked]"
