@@ -461,16 +461,9 @@ def reasoning_breaks(items: list[dict[str, Any]]) -> list[str]:
     return breaks
 
 
-SPLITS_REASONING = pytest.mark.xfail(
-    strict=True,
-    reason="open: memctx.messages.units makes a reasoning item a unit of its own, so smart trim "
-    "drops it and keeps the function_call / message it preceded (a 400 from the Responses API)",
-)
-
-
 @pytest.mark.parametrize(
     "strategy",
-    ["memory-context", pytest.param("memory-context-hook", marks=SPLITS_REASONING), "truncate"],
+    ["memory-context", "memory-context-hook", "truncate"],
 )
 def test_reasoning_items_stay_with_the_items_they_precede(tmp_path: Path, strategy: str) -> None:
     memctx_filter = MemctxInputFilter(
@@ -525,12 +518,6 @@ def shell_turns(turns: int, size: int) -> list[dict[str, Any]]:
     return items
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: memctx.messages pairs only function_call and custom_tool_call items; the "
-    "SDK's other call/output item types (local_shell_call, computer_call, shell_call, "
-    "apply_patch_call, ...) are unknown messages a cut can separate",
-)
 def test_other_call_item_types_are_never_separated_from_their_outputs(tmp_path: Path) -> None:
     broken = []
     for size in range(300, 3_000, 60):
