@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# The local CPU wheel first: otherwise sentence-transformers pulls a CUDA torch.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[transformer,dev,ray,proxy,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[transformer,dev,ray,proxy,mcp,langchain,pydantic-ai,openai-agents,inspect]'
 	touch $(STAMP)
 
 test: setup  ## install if needed, then run every test

@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memctx.config import MemoryContextConfig
-from memctx.strategies import Messages, Strategy, make_strategy
+from memctx.strategies import Strategy, make_strategy
 from memctx.text import redact
+
+from .runner import StrategyRunner
 
 if TYPE_CHECKING:  # aiohttp is the optional extra memctx[proxy]: imported when a proxy is built
     from aiohttp import ClientSession, web
@@ -157,42 +159,17 @@ def _system_message(system: Any) -> dict[str, Any]:
     return {"role": "system", "content": system}
 
 
-@dataclass(frozen=True)
-class Continuation:
-    """Where a session's last request left off.
-
-    A client resends its whole history with every request; the strategy compacted the last
-    one into ``kept``. When the next request starts with the same messages (``digests``, one
-    per message of the client's history), the strategy goes on from ``kept`` plus the new
-    messages, so a compaction happens once rather than again on every later request (with an
-    LLM summariser, once rather than a paid summary per call), and the prefix sent upstream
-    stays the same from call to call, which keeps the provider's prompt cache warm. A client
-    that rewrote its history (its own compaction, an edit) starts over from what it sent.
-    """
-
-    digests: tuple[str, ...]
-    kept: Messages
+class MemctxFailed(Exception):
+    """The strategy failed on a request (logged and counted by its runner)."""
 
 
-def _message_digests(history: Messages) -> tuple[str, ...]:
-    return tuple(
-        hashlib.sha256(
-            json.dumps(m, sort_keys=True, ensure_ascii=False, default=str).encode(
-                "utf-8", "surrogatepass"
-            )
-        ).hexdigest()
-        for m in history
-    )
+def prepared_body(runner: StrategyRunner, body: dict[str, Any], provider: str) -> dict[str, Any]:
+    """The request body with its messages replaced by what the session's strategy prepares.
 
-
-def prepared_body(
-    strategy: Strategy,
-    body: dict[str, Any],
-    provider: str,
-    previous: Continuation | None = None,
-) -> tuple[dict[str, Any], Continuation]:
-    """The request body with its messages replaced by what ``strategy`` prepares, and where
-    the session now stands (``kept`` is what ends the session when it closes).
+    A client resends its whole history every time; the runner goes on from the history its
+    strategy compacted while the request starts with what the last one sent
+    (:mod:`memctx.integrations.runner`), so a compaction happens once and the prefix sent
+    upstream stays stable for the provider's prompt cache.
 
     Anthropic's top-level ``system`` goes to the strategy as a leading system message (so
     that it is counted against the window and kept) and comes back top-level; system
@@ -203,17 +180,11 @@ def prepared_body(
     if not isinstance(messages, list) or not messages:
         raise ValueError("the request has no 'messages' list")
     system = body.get("system") if provider == "anthropic" else None
-    client = ([_system_message(system)] if system is not None else []) + list(messages)
-    digests = _message_digests(client)
-    history = client
-    if previous is not None:
-        seen = len(previous.digests)
-        if len(digests) >= seen and digests[:seen] == previous.digests:
-            history = [*previous.kept, *client[seen:]]
-    # The protocol's two calls (what BaseStrategy.step does), so any Strategy serves.
-    replaced = strategy.compact(history)
-    kept = history if replaced is None else replaced
-    sent = strategy.prepare(kept).context
+    history = ([_system_message(system)] if system is not None else []) + list(messages)
+    step = runner.step(history)
+    if step.failed:  # the runner logged and counted it; the caller forwards the original
+        raise MemctxFailed("the strategy failed on this request")
+    sent = step.context
     out = dict(body)
     if provider == "anthropic":
         leading = 0
@@ -225,7 +196,7 @@ def prepared_body(
         out["messages"] = rest
     else:
         out["messages"] = sent
-    return out, Continuation(digests, kept)
+    return out
 
 
 def _merged_system(original: Any, head: list[dict[str, Any]]) -> Any:
@@ -243,11 +214,10 @@ def _merged_system(original: Any, head: list[dict[str, Any]]) -> Any:
 
 @dataclass
 class _Open:
-    """A session's strategy, the lock that gives it one request at a time, where it stands."""
+    """A session's strategy (in its runner) and the lock that gives it one request at a time."""
 
-    strategy: Strategy
+    runner: StrategyRunner
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    state: Continuation | None = None
 
 
 class _Sessions:
@@ -266,7 +236,7 @@ class _Sessions:
                 self._open.move_to_end(session_id)
                 return entry
             strategy = await asyncio.to_thread(self._factory, session_id)
-            entry = _Open(strategy)
+            entry = _Open(StrategyRunner(strategy))
             self._open[session_id] = entry
             while len(self._open) > self._settings.max_sessions:
                 _, old = self._open.popitem(last=False)
@@ -283,11 +253,8 @@ class _Sessions:
 
 
 def _close_quietly(entry: _Open) -> None:
-    try:
-        entry.strategy.end_session(entry.state.kept if entry.state is not None else [])
-        entry.strategy.close()
-    except Exception as exc:  # closing must not take the proxy down
-        log.warning("memctx proxy: closing a strategy failed: %s", type(exc).__name__)
+    entry.runner.end_session()  # neither raises: closing must not take the proxy down
+    entry.runner.close()
 
 
 def build_proxy_app(
@@ -352,9 +319,7 @@ def build_proxy_app(
             entry = await sessions.get(session_id)
             async with entry.lock:
                 started = time.perf_counter()
-                out, entry.state = await asyncio.to_thread(
-                    prepared_body, entry.strategy, body, provider, entry.state
-                )
+                out = await asyncio.to_thread(prepared_body, entry.runner, body, provider)
                 stats.prepare_seconds += time.perf_counter() - started
             stats.prepared += 1
             stats.sessions[session_id] = stats.sessions.get(session_id, 0) + 1

@@ -21,7 +21,7 @@ class Refuse(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, Refuse())
 import memctx.integrations
-from memctx.integrations import ProxySettings, install, run_hook
+from memctx.integrations import ProxySettings, StrategyRunner, install, run_hook
 try:
     from memctx.integrations import build_proxy_app
     build_proxy_app(ProxySettings(upstream="http://127.0.0.1:9", store_dir=".", window=1000))
