@@ -108,7 +108,8 @@ class MemctxInputFilter:
             return model_data
 
     def _filtered(self, model_data: ModelInputData) -> ModelInputData:
-        items = list(model_data.input)
+        # Responses input items are TypedDicts: the dicts memctx reads as its fifth format.
+        items = cast(Messages, list(model_data.input))
         instructions = model_data.instructions
         head: Messages = [{"role": "system", "content": instructions}] if instructions else []
         step = self.runner.step(head + items)
