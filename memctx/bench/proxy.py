@@ -1,7 +1,8 @@
 """``make bench``: what the proxy adds to a model call beyond the strategy's own work.
 
 The same seeded 2,000-message session is sent call after call (one new user turn each time),
-once straight into the strategy (what an agent calling the hooks in process pays) and once
+once straight into a :class:`~memctx.integrations.StrategyRunner` (what an agent running the
+strategy in process pays, the continuation after a compaction included) and once
 through the proxy over HTTP to an upstream on 127.0.0.1 that answers at once, so the ratio is
 the proxy's cost (JSON parsing and re-encoding, HTTP both ways, the session lookup) over the
 hook alone. Each side has its own store, so neither finds the other's archive.
@@ -20,7 +21,7 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from memctx.integrations import ProxySettings, ProxyStats, build_proxy_app
+from memctx.integrations import ProxySettings, ProxyStats, StrategyRunner, build_proxy_app
 from memctx.strategies import make_strategy
 
 from .runtime import make_session
@@ -70,8 +71,8 @@ def run_proxy_bench(n_messages: int = 2_000, calls: int = 6) -> float:
     """Print and return the proxy's mean time per request over the hook's (first call excluded)."""
     bodies = _bodies(n_messages, calls)
     with tempfile.TemporaryDirectory() as hook_dir, tempfile.TemporaryDirectory() as proxy_dir:
-        strategy = make_strategy(
-            "memory-context", store_dir=hook_dir, session_id="bench", window=WINDOW
+        in_process = StrategyRunner(
+            make_strategy("memory-context", store_dir=hook_dir, session_id="bench", window=WINDOW)
         )
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, daemon=True)
@@ -92,8 +93,8 @@ def run_proxy_bench(n_messages: int = 2_000, calls: int = 6) -> float:
             for body in bodies:
                 history = [{"role": "system", "content": body["system"]}, *body["messages"]]
                 started = time.perf_counter()
-                replaced = strategy.compact(history)
-                strategy.prepare(history if replaced is None else replaced)
+                if in_process.step(history).failed:
+                    raise RuntimeError("the strategy failed in process")
                 hook_times.append(time.perf_counter() - started)
                 payload = json.dumps(body).encode()
                 started = time.perf_counter()
@@ -104,7 +105,7 @@ def run_proxy_bench(n_messages: int = 2_000, calls: int = 6) -> float:
                 )
                 proxy_times.append(time.perf_counter() - started)
                 answer.raise_for_status()
-        strategy.close()
+        in_process.close()
         if stats.prepared != calls or stats.memctx_failures:
             raise RuntimeError(f"the proxy did not run the strategy on every request: {stats}")
 
