@@ -433,17 +433,6 @@ def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
         MemctxInputFilter("memory-context")
 
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations-openai-agents.md"
-
-
-def test_the_docs_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert blocks, f"{DOC} has no python block"
-    monkeypatch.chdir(tmp_path)
-    for block in blocks:
-        exec(compile(block, str(DOC), "exec"), {"__name__": "__doc_example__"})
-
-
 def reasoning_breaks(items: list[dict[str, Any]]) -> list[str]:
     """Where a reasoning model's output items lost their reasoning item, or the reverse: the
     Responses API refuses both ("function_call was provided without its required 'reasoning'
