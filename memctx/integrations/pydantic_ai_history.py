@@ -31,9 +31,11 @@ agent had them; it is counted in ``runner.stats.failures`` and logged by type on
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -158,8 +160,8 @@ class _Translator:
     """
 
     def __init__(self) -> None:
-        # id(object) -> (the object, kept so its id stays its own; the dict made for it;
-        # for a response, the ids of its parts when the dict was made)
+        # id(object) -> (the object, kept so its id stays its own; the dict made for it; the
+        # ids of what the dict was made from, so content replaced in place is seen)
         self._cache: dict[int, tuple[object, Dict, tuple[int, ...]]] = {}
         self._instructions: tuple[str, Dict] | None = None
 
@@ -194,14 +196,21 @@ class _Translator:
             count = 0
             if isinstance(message, ModelRequest):
                 for part_index, part in enumerate(message.parts):
-                    made = self._cached(fresh, part, (), lambda p=part: _request_part_dict(p))
+                    made = self._cached(
+                        fresh,
+                        part,
+                        (id(getattr(part, "content", None)),),
+                        lambda p=part: _request_part_dict(p),
+                    )
                     if made is not None:
                         dicts.append(made)
                         origins[id(made)] = _Origin(index, part_index)
                         count += 1
             else:
-                key = tuple(map(id, message.parts))
-                made = self._cached(fresh, message, key, lambda m=message: _response_dict(m))
+                seen = tuple(map(id, message.parts)) + tuple(
+                    id(getattr(p, "content", getattr(p, "args", None))) for p in message.parts
+                )
+                made = self._cached(fresh, message, seen, lambda m=message: _response_dict(m))
                 assert made is not None
                 dicts.append(made)
                 origins[id(made)] = _Origin(index)
@@ -241,7 +250,8 @@ class _Rebuild:
 
     def run(self, out: Messages) -> list[ModelMessage]:
         tr = self.tr
-        for item in out:
+        cut, first_kept = self._shared_tail(out)
+        for item in out[:cut]:
             if item is tr.instruction_dict or (
                 tr.instruction_dict is not None
                 and item.get("role") == "system"
@@ -255,8 +265,28 @@ class _Rebuild:
             else:
                 self._request_part(item, origin)
         self._flush()
-        self._emit_silent(len(tr.messages))
+        self._emit_silent(first_kept)
+        self.result.extend(tr.messages[first_kept:])
         return self.result
+
+    def _shared_tail(self, out: Messages) -> tuple[int, int]:
+        """Where the end of ``out`` that is whole original messages, unchanged, starts:
+        ``(position in out, index of its first message)``. Those messages go back as they
+        are, without a walk (a long history's context is mostly its kept tail)."""
+        dicts, origins = self.tr.dicts, self.tr.origins
+        shared, most = 0, min(len(out), len(dicts))
+        while shared < most and out[-1 - shared] is dicts[-1 - shared]:
+            shared += 1
+        start = len(dicts) - shared
+        while start < len(dicts):
+            origin = origins.get(id(dicts[start]))
+            before = origins.get(id(dicts[start - 1])) if start else None
+            if origin is not None and (
+                origin.part is None or before is None or before.message != origin.message
+            ):
+                return len(out) - (len(dicts) - start), origin.message
+            start += 1
+        return len(out), len(self.tr.messages)
 
     def _equal_origin(self, item: Dict) -> _Origin | None:
         """The origin of a dict memctx copied without changing it (built on first need)."""
@@ -402,6 +432,7 @@ class MemctxHistory(AbstractCapability[Any]):
             strategy, store_dir=store_dir, session_id=session_id, window=window, config=config
         )
         self._translator = _Translator()
+        self._lock = threading.Lock()  # one translation cache: one step at a time
 
     def __repr__(self) -> str:
         return f"MemctxHistory(strategy={self.runner.strategy.name!r})"
@@ -425,6 +456,12 @@ class MemctxHistory(AbstractCapability[Any]):
             messages: The run's history, ending with the request about to be sent.
             instructions: The instructions Pydantic AI sends with it (counted, never returned).
         """
+        with self._lock:
+            return self._step(messages, instructions)
+
+    def _step(
+        self, messages: Sequence[ModelMessage], instructions: str | None
+    ) -> tuple[list[ModelMessage], list[ModelMessage], bool]:
         try:
             tr = self._translator.to_dicts(messages, instructions)
         except Exception as exc:
@@ -458,11 +495,16 @@ class MemctxHistory(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         """The model is sent the strategy's context; the run keeps its history, replaced only
         when the strategy compacted it."""
-        parts = request_context.model_request_parameters.instruction_parts or []
-        instructions = "\n\n".join(p.content for p in parts if p.content) or _last_instructions(
-            request_context.messages
+        try:
+            parts = request_context.model_request_parameters.instruction_parts or []
+            instructions = "\n\n".join(p.content for p in parts if p.content)
+        except Exception:  # a Pydantic AI without instruction parts: the last request's
+            instructions = ""
+        messages = list(request_context.messages)
+        # A step can take a while (a compaction writes its summary): off the event loop.
+        history, context, compacted = await asyncio.to_thread(
+            self.step, messages, instructions or _last_instructions(messages)
         )
-        history, context, compacted = self.step(list(request_context.messages), instructions)
         request_context.messages = context
         if compacted:
             ctx.messages[:] = history
@@ -475,12 +517,13 @@ class MemctxHistory(AbstractCapability[Any]):
     def end_session(self, messages: Sequence[ModelMessage]) -> None:
         """End the conversation with its last history (the strategy archives what it keeps
         for later sessions); never raises."""
-        try:
-            dicts = self._translator.to_dicts(messages, None).dicts
-        except Exception as exc:
-            self._failed(messages, exc)
-            return
-        self.runner.end_session(dicts)
+        with self._lock:
+            try:
+                dicts = self._translator.to_dicts(messages, None).dicts
+            except Exception as exc:
+                self._failed(messages, exc)
+                return
+            self.runner.end_session(dicts)
 
     def close(self) -> Mapping[str, float]:
         """Close the strategy (idempotent); its usage counters."""

@@ -7,9 +7,11 @@ the tests then look at the messages the model was actually sent.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,7 +152,7 @@ def test_memory_context_fits_the_window_keeps_pairs_and_recalls_a_trimmed_fact(
     recorder = Recorder()
     memctx = MemctxHistory(store_dir=tmp_path, session_id="s1", window=WINDOW)
     agent = _agent(recorder, memctx)
-    history = _conversation(agent, 14)
+    history = _conversation(agent, 9)
     result = agent.run_sync(QUESTION, message_history=history)
 
     counter = TokenCounter()
@@ -165,7 +167,7 @@ def test_memory_context_fits_the_window_keeps_pairs_and_recalls_a_trimmed_fact(
     assert memctx.runner.stats.compactions >= 1
     kept = _texts(history)
     assert kept[0] == SYSTEM and kept[1].startswith("[Context compacted]")
-    assert len(history) < 4 * 14
+    assert len(history) < 4 * 9
     asked = recorder.calls[-2]  # the question's call (the last one answers its tool result)
     assert not any(FACT in t and "<recalled-context" not in t for t in _texts(asked))
     recalled = [t for t in _texts(asked) if t.startswith("<recalled-context")]
@@ -310,6 +312,41 @@ def test_a_history_the_strategy_keeps_whole_comes_back_as_the_same_objects(
     )
 
 
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh store folder on each call (hypothesis examples cannot use tmp_path)."""
+    return (tmp_path_factory.mktemp(f"store{i}") for i in itertools.count())
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(1, 12),
+    feedback=st.booleans(),
+    strategy=st.sampled_from(["truncate", "observation-masking:keepLast=1", "memory-context"]),
+    window=st.sampled_from([5_000, 8_000, 16_000]),  # above the 4,000 reserved for the reply
+)
+def test_what_is_sent_is_paired_ends_with_a_request_and_keeps_the_originals_in_order(
+    stores: Iterator[Path], n: int, feedback: bool, strategy: str, window: int
+) -> None:
+    memctx = MemctxHistory(strategy, store_dir=next(stores), window=window)
+    messages = _thinking_history(n, feedback)
+    _, context, _ = memctx.step(messages, INSTRUCTIONS)
+    assert memctx.runner.stats.failures == 0
+    assert isinstance(context[-1], ModelRequest) and not _unpaired(context)
+    assert context[-1].parts[-1] is messages[-1].parts[-1]  # the new prompt is sent
+    position = {id(m): i for i, m in enumerate(messages)}
+    kept = [position[id(m)] for m in context if id(m) in position]
+    assert kept == sorted(kept)  # the originals keep their order
+    parts = {id(p) for m in messages for p in m.parts}
+    for message in context:  # a copy holds the original's parts, or parts memctx made
+        if id(message) not in position:
+            for part in message.parts:
+                assert id(part) in parts or isinstance(
+                    part, UserPromptPart | SystemPromptPart | TextPart | ToolReturnPart
+                )
+    memctx.close()
+
+
 def test_a_masked_result_keeps_its_place_in_its_request(tmp_path: Path) -> None:
     memctx = MemctxHistory("observation-masking:keepLast=1", store_dir=tmp_path, window=50_000)
     messages = _thinking_history(4, feedback=True)
@@ -356,6 +393,21 @@ def test_a_call_without_its_result_is_dropped_from_its_response_and_the_rest_kep
     assert sent.provider_details == {"kept": True}
     assert all(a is b for i, (a, b) in enumerate(zip(context, messages, strict=True)) if i != 1)
     memctx.close()
+
+
+def test_an_ended_session_is_recalled_by_the_next_one_sharing_the_store(tmp_path: Path) -> None:
+    config = MemoryContextConfig(cross_session=True)
+    first = MemctxHistory(store_dir=tmp_path, session_id="monday", window=WINDOW, config=config)
+    history = _conversation(_agent(Recorder(), first), 3)
+    first.end_session(history)
+    first.close()
+    recorder = Recorder()
+    second = MemctxHistory(store_dir=tmp_path, session_id="tuesday", window=WINDOW, config=config)
+    _agent(recorder, second).run_sync(QUESTION)
+    recalled = [t for t in _texts(recorder.calls[0]) if t.startswith("<recalled-context")]
+    assert recalled and "zebracorn-rotator" in recalled[0]
+    assert second.runner.stats.failures == 0
+    second.close()
 
 
 def test_a_name_without_a_store_is_a_clear_error() -> None:
