@@ -477,7 +477,7 @@ class MemctxHistory(AbstractCapability[Any]):
         except Exception as exc:
             return self._failed(messages, exc)
         if not context or not isinstance(context[-1], ModelRequest):
-            return self._failed(messages, ValueError("the context must end with a request"))
+            return self._failed(messages, ValueError("the strategy left no request to send"))
         return history, context, step.compacted
 
     def _failed(
@@ -485,7 +485,7 @@ class MemctxHistory(AbstractCapability[Any]):
     ) -> tuple[list[ModelMessage], list[ModelMessage], bool]:
         self.runner.stats.failures += 1
         log.warning(
-            "memctx: translating Pydantic AI messages failed (%s); they go on unchanged",
+            "memctx: the Pydantic AI adapter failed (%s); the messages go on as the agent had them",
             type(exc).__name__,
         )
         return list(messages), list(messages), False

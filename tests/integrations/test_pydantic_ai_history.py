@@ -7,11 +7,12 @@ the tests then look at the messages the model was actually sent.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,53 @@ def test_observation_masking_masks_old_tool_outputs_and_keeps_ids_and_names(tmp_
     assert not _unpaired(sent)
     # The run keeps the real outputs; only the model's view was masked.
     assert all(p.content.startswith("# src/") for p in originals.values())
+    memctx.close()
+
+
+def test_a_streamed_run_is_sent_the_trimmed_context(tmp_path: Path) -> None:
+    received: list[list[ModelMessage]] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        received.append(list(messages))
+        yield "hello "
+        yield "world"
+
+    memctx = MemctxHistory("truncate", store_dir=tmp_path, window=8_000)
+    agent = Agent(FunctionModel(stream_function=stream), capabilities=[memctx])
+
+    async def conversation() -> list[ModelMessage]:
+        history: list[ModelMessage] | None = None
+        for i in range(10):
+            async with agent.run_stream(
+                f"turn {i} " + "word " * 600, message_history=history
+            ) as run:
+                assert await run.get_output() == "hello world"
+            history = run.all_messages()
+        assert history is not None
+        return history
+
+    history = asyncio.run(conversation())
+    assert len(history) == 20  # the run keeps everything ...
+    counter = TokenCounter()
+    assert len(received[-1]) < len(history)  # ... the model got the window's worth
+    assert counter.count_messages(_as_dicts(received[-1])) <= 8_000
+    assert received[-1][-1] is history[-2]  # the new prompt, the agent's own object
+    assert memctx.runner.stats.failures == 0
+    memctx.close()
+
+
+def test_a_context_without_the_new_request_is_not_sent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A window smaller than the reply's reserve: truncate keeps nothing of the conversation,
+    # which Pydantic AI cannot send; the agent's own messages go instead, counted.
+    memctx = MemctxHistory("truncate", store_dir=tmp_path, window=5_000)
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("word " * 3_000)])]
+    with caplog.at_level(logging.WARNING, logger="memctx.integrations"):
+        history, context, compacted = memctx.step(messages)
+    assert context == messages and context[0] is messages[0] and history == messages
+    assert not compacted and memctx.runner.stats.failures == 1
+    assert "ValueError" in caplog.text and "word" not in caplog.text
     memctx.close()
 
 
