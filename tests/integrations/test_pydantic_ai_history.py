@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import logging
-import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -461,14 +460,6 @@ def test_an_ended_session_is_recalled_by_the_next_one_sharing_the_store(tmp_path
 def test_a_name_without_a_store_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="store_dir"):
         MemctxHistory("memory-context")
-
-
-def test_the_documented_example_runs() -> None:
-    doc = Path(__file__).resolve().parents[2] / "docs" / "integrations-pydantic-ai.md"
-    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
-    assert blocks
-    for block in blocks:
-        exec(compile(block, str(doc), "exec"), {"__name__": "__doc_example__"})
 
 
 def test_config_reaches_the_strategy(tmp_path: Path) -> None:
