@@ -1,0 +1,246 @@
+"""memctx in a LangChain v1 agent: ``create_agent(..., middleware=[MemctxMiddleware(...)])``.
+
+Before every model call the agent makes, :meth:`MemctxMiddleware.wrap_model_call` turns the
+request's messages (and its system message) into OpenAI Chat Completions dicts, steps a
+memctx strategy over them (:class:`memctx.integrations.runner.StrategyRunner`) and sends the
+model the strategy's context instead: trimmed to the window, tool calls still paired with
+their results, with the ``<recalled-context>`` block of what memctx archived when the latest
+request asks about it. When the strategy compacted, the agent's state is replaced too (the
+way LangChain's own ``SummarizationMiddleware`` does, all messages removed then the kept ones
+added), so the next calls start from the compacted history rather than compacting the same
+messages again.
+
+Messages the strategy kept unchanged come back as the caller's original ``BaseMessage``
+objects (their ids, metadata and provider fields intact: memctx returns those dicts by
+identity); only what memctx wrote (the recall block, a summary, a cut tool result) becomes a
+new message. Being a hook inside someone else's agent it never raises: a failure inside
+memctx (or in the translation) sends the request on as the agent built it, counted in
+``runner.stats.failures`` and logged by its type only.
+
+One middleware is one memctx session: give each conversation (each LangGraph thread) its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+
+from memctx.config import MemoryContextConfig
+from memctx.strategies import Strategy
+
+from .runner import StrategyRunner
+
+__all__ = ["MemctxMiddleware"]
+
+log = logging.getLogger("memctx.integrations")
+
+Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
+AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One model call as memctx prepared it, in LangChain's objects.
+
+    ``request`` is what the model gets; ``history`` the agent state's messages from now on
+    when the strategy compacted (``None`` when it did not).
+    """
+
+    request: ModelRequest[Any]
+    history: list[AnyMessage] | None
+
+
+class _Translation:
+    """LangChain messages as memctx dicts, and memctx's dicts back as LangChain messages.
+
+    Each dict remembers the message it was made from (by the dict's identity), so a dict the
+    strategy passed through unchanged maps back to the very object the agent gave.
+    """
+
+    def __init__(self, system: SystemMessage | None, messages: Sequence[BaseMessage]) -> None:
+        self.system = system
+        self.system_dict: dict[str, Any] | None = None
+        self.dicts: list[dict[str, Any]] = []
+        self.origin: dict[int, BaseMessage] = {}
+        self.tool_results: dict[str, ToolMessage] = {}
+        if system is not None:
+            self.system_dict = self._add(system)
+        for message in messages:
+            self._add(message)
+            if isinstance(message, ToolMessage):
+                self.tool_results[message.tool_call_id] = message
+
+    def _add(self, message: BaseMessage) -> dict[str, Any]:
+        converted = convert_to_openai_messages(message)
+        self.dicts.append(converted)
+        self.origin[id(converted)] = message
+        return converted
+
+    def message(self, item: Mapping[str, Any]) -> BaseMessage:
+        """The LangChain message for one dict the strategy returned."""
+        original = self.origin.get(id(item))
+        if original is not None:
+            return original
+        call_id = item.get("tool_call_id")
+        if item.get("role") == "tool" and isinstance(call_id, str):
+            result = self.tool_results.get(call_id)
+            if result is not None:  # a cut or masked result: keep the message, new text
+                return result.model_copy(update={"content": item.get("content") or ""})
+        return convert_to_messages([dict(item)])[0]
+
+    def split(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[SystemMessage | None, list[AnyMessage]]:
+        """The system message and the rest, for a request.
+
+        The leading system dicts are the request's system message: the agent's own when the
+        strategy kept it unchanged, else one message joining their texts.
+        """
+        lead = 0
+        while lead < len(items) and items[lead].get("role") == "system":
+            lead += 1
+        system: SystemMessage | None
+        if lead == 1 and items[0] is self.system_dict:
+            system = self.system
+        elif lead == 0:
+            system = None
+        else:
+            system = SystemMessage(content="\n\n".join(_text(item) for item in items[:lead]))
+        return system, [self.message(item) for item in items[lead:]]  # type: ignore[misc]
+
+    def history(self, items: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:
+        """The agent state's messages for a compacted history: the system prompt is not
+        part of the state (the agent adds it to every call), everything else is."""
+        return [self.message(item) for item in items if item is not self.system_dict]  # type: ignore[misc]
+
+
+def _text(item: Mapping[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
+
+
+class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """memctx's context management before every model call of a LangChain v1 agent.
+
+    Args:
+        strategy: A registered strategy name (``"memory-context"`` by default, maybe with
+            settings: ``"observation-masking:keepLast=5"``) or a strategy built already.
+        store_dir: Where the strategy keeps its files; agents sharing it share memory.
+            Required with a strategy name.
+        session_id: This conversation's memctx session (letters, digits, ``._-``).
+        window: The model's context window in tokens.
+        config: memctx settings (:func:`memctx.load_config`); ``None`` means the defaults.
+
+    Raises:
+        ValueError, ConfigError, StoreError: Bad arguments (at construction only).
+    """
+
+    def __init__(
+        self,
+        strategy: str | Strategy = "memory-context",
+        *,
+        store_dir: str | Path | None = None,
+        session_id: str = "default",
+        window: int = 128_000,
+        config: MemoryContextConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.runner = StrategyRunner(
+            strategy, store_dir=store_dir, session_id=session_id, window=window, config=config
+        )
+
+    def _prepare(self, request: ModelRequest[Any]) -> _Prepared:
+        """The request memctx prepared; the request itself when memctx failed."""
+        try:
+            translation = _Translation(request.system_message, request.messages)
+        except Exception as exc:  # a message memctx's translation cannot read
+            self.runner.stats.failures += 1
+            log.warning(
+                "memctx: reading the agent's messages failed (%s); the request goes on unchanged",
+                type(exc).__name__,
+            )
+            return _Prepared(request, None)
+        step = self.runner.step(translation.dicts)
+        if step.failed:
+            return _Prepared(request, None)
+        try:
+            system, messages = translation.split(step.context)
+            history = translation.history(step.history) if step.compacted else None
+        except Exception as exc:
+            self.runner.stats.failures += 1
+            log.warning(
+                "memctx: translating the prepared call failed (%s); the request goes on unchanged",
+                type(exc).__name__,
+            )
+            return _Prepared(request, None)
+        return _Prepared(request.override(system_message=system, messages=messages), history)
+
+    @staticmethod
+    def _result(
+        prepared: _Prepared, response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        if prepared.history is None:
+            return response
+        # The model node adds the response to the state; this command then replaces the whole
+        # state with the compacted history followed by the same response (applied in either
+        # order, the state ends as compacted history + response).
+        replace = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prepared.history, *response.result]
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={"messages": replace})
+        )
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Handler
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Send the model the strategy's context; replace the state when it compacted."""
+        prepared = self._prepare(request)
+        return self._result(prepared, handler(prepared.request))
+
+    async def awrap_model_call(
+        self, request: ModelRequest[Any], handler: AsyncHandler
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """:meth:`wrap_model_call` for async agents; memctx's work runs in a thread."""
+        prepared = await asyncio.to_thread(self._prepare, request)
+        return self._result(prepared, await handler(prepared.request))
+
+    def end_session(self, messages: Sequence[BaseMessage]) -> None:
+        """End the memctx session with the conversation's last messages (what the strategy
+        archives so later sessions can recall it); never raises."""
+        try:
+            dicts = _Translation(None, messages).dicts
+        except Exception as exc:
+            self.runner.stats.failures += 1
+            log.warning("memctx: reading the agent's messages failed (%s)", type(exc).__name__)
+            return
+        self.runner.end_session(dicts)
+
+    def close(self) -> Mapping[str, float]:
+        """Close the strategy (idempotent); its usage counters."""
+        return self.runner.close()
