@@ -86,6 +86,7 @@ class _Translation:
         self.dicts: list[dict[str, Any]] = []
         self.origin: dict[int, BaseMessage] = {}
         self.tool_results: dict[str, ToolMessage] = {}
+        self.keep_alive: list[Mapping[str, Any]] = []
         if system is not None:
             self.system_dict = self._add(system)
         for message in messages:
@@ -100,16 +101,25 @@ class _Translation:
         return converted
 
     def message(self, item: Mapping[str, Any]) -> BaseMessage:
-        """The LangChain message for one dict the strategy returned."""
-        original = self.origin.get(id(item))
-        if original is not None:
-            return original
+        """The LangChain message for one dict the strategy returned.
+
+        A dict memctx wrote becomes one new message, the same object in the model's request
+        and in the compacted history.
+        """
+        known = self.origin.get(id(item))
+        if known is not None:
+            return known
+        made: BaseMessage
         call_id = item.get("tool_call_id")
-        if item.get("role") == "tool" and isinstance(call_id, str):
-            result = self.tool_results.get(call_id)
-            if result is not None:  # a cut or masked result: keep the message, new text
-                return result.model_copy(update={"content": item.get("content") or ""})
-        return convert_to_messages([dict(item)])[0]
+        result = self.tool_results.get(call_id) if isinstance(call_id, str) else None
+        if item.get("role") == "tool" and result is not None:
+            # A cut or masked result: the same message (id, name, artifact), the new text.
+            made = result.model_copy(update={"content": item.get("content") or ""})
+        else:
+            made = convert_to_messages([dict(item)])[0]
+        self.keep_alive.append(item)  # its id() stays this dict's while the map holds it
+        self.origin[id(item)] = made
+        return made
 
     def split(
         self, items: Sequence[Mapping[str, Any]]
@@ -123,11 +133,13 @@ class _Translation:
         while lead < len(items) and items[lead].get("role") == "system":
             lead += 1
         system: SystemMessage | None
-        if lead == 1 and items[0] is self.system_dict:
-            system = self.system
-        elif lead == 0:
+        if lead == 0:
             system = None
-        else:
+        elif lead == 1 and items[0] is self.system_dict:
+            system = self.system
+        elif lead == 1 and self.system is not None:  # the prompt with memctx's text added
+            system = self.system.model_copy(update={"content": items[0].get("content") or ""})
+        else:  # most providers take one system message, at the start
             system = SystemMessage(content="\n\n".join(_text(item) for item in items[:lead]))
         return system, [self.message(item) for item in items[lead:]]  # type: ignore[misc]
 

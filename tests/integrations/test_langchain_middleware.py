@@ -24,6 +24,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    SystemMessage,
     ToolMessage,
     convert_to_openai_messages,
 )
@@ -102,13 +103,15 @@ class Recorder(AgentMiddleware[AgentState[Any], Any, Any]):
         return await handler(request)
 
 
-def _agent(middleware: MemctxMiddleware) -> tuple[Any, ToolCallingFakeModel, Recorder]:
+def _agent(
+    middleware: MemctxMiddleware, system: str | SystemMessage = "You are a careful coding agent."
+) -> tuple[Any, ToolCallingFakeModel, Recorder]:
     model = ToolCallingFakeModel(messages=_script())
     recorder = Recorder()
     agent = create_agent(
         model,
         tools=[read_module],
-        system_prompt="You are a careful coding agent.",
+        system_prompt=system,
         middleware=[middleware, recorder],
         checkpointer=InMemorySaver(),
     )
@@ -238,6 +241,37 @@ def test_the_async_agent_compacts_and_fits_the_window(tmp_path: Path) -> None:
     assert memctx.runner.stats.compactions >= 1 and memctx.runner.stats.failures == 0
     assert len(agent.get_state(config).values["messages"]) < 4 * 12
     memctx.close()
+
+
+class _NotesInSystem(BaseStrategy):
+    """Adds a line to the system prompt, as the planner strategy adds its session summary."""
+
+    name = "notes-in-system"
+
+    def prepare(self, transcript: list[dict[str, Any]]) -> Prepared:
+        system, *rest = transcript
+        return Prepared(context=[{**system, "content": system["content"] + NOTE}, *rest])
+
+
+NOTE = "\n\nNotes: the tests must stay green."
+
+
+def test_a_system_prompt_memctx_edits_stays_the_agents_message_with_the_new_text(
+    tmp_path: Path,
+) -> None:
+    base = make_strategy("full", store_dir=tmp_path, session_id="s", window=WINDOW)
+    memctx = MemctxMiddleware(_NotesInSystem(base.setup))  # type: ignore[attr-defined]
+    prompt = SystemMessage("You are terse.", id="sys-1", additional_kwargs={"origin": "app"})
+    agent, model, recorder = _agent(memctx, prompt)
+    _converse(agent, 2, "t-system")
+    for sent, request in zip(model.received, recorder.requests, strict=True):
+        system = sent[0]
+        assert [m.type for m in sent].count("system") == 1
+        assert system.content == "You are terse." + NOTE
+        assert system.id == "sys-1" and system.additional_kwargs == {"origin": "app"}
+        assert request.system_message is system
+        assert all(m is s for m, s in zip(request.messages, request.state["messages"], strict=True))
+    assert memctx.runner.stats.failures == 0
 
 
 def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
