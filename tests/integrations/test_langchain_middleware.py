@@ -32,7 +32,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from memctx import TokenCounter, pairing_violations
+from memctx import MemoryContextConfig, TokenCounter, pairing_violations
 from memctx.integrations.langchain_middleware import MemctxMiddleware
 from memctx.strategies import BaseStrategy, Prepared, make_strategy
 
@@ -272,6 +272,23 @@ def test_a_system_prompt_memctx_edits_stays_the_agents_message_with_the_new_text
         assert request.system_message is system
         assert all(m is s for m, s in zip(request.messages, request.state["messages"], strict=True))
     assert memctx.runner.stats.failures == 0
+
+
+def test_a_later_session_recalls_what_an_ended_one_said(tmp_path: Path) -> None:
+    config = MemoryContextConfig(crossSession=True)
+    first = MemctxMiddleware(store_dir=tmp_path, session_id="a", window=WINDOW, config=config)
+    agent, _, _ = _agent(first)
+    thread = _converse(agent, 3, "t-a")  # short: nothing archived while it runs
+    first.end_session(agent.get_state(thread).values["messages"])
+    first.close()
+    assert first.runner.stats.failures == 0
+
+    second = MemctxMiddleware(store_dir=tmp_path, session_id="b", window=WINDOW, config=config)
+    agent, model, _ = _agent(second)
+    agent.invoke({"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "t-b"}})
+    recalled = [m for m in model.received[0] if "<recalled-context" in str(m.content)]
+    assert recalled and FACT in str(recalled[0].content)
+    second.close()
 
 
 def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
