@@ -187,6 +187,7 @@ class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.runner = StrategyRunner(
             strategy, store_dir=store_dir, session_id=session_id, window=window, config=config
         )
+        self._warned_state = False
 
     def _prepare(self, request: ModelRequest[Any]) -> _Prepared:
         """The request memctx prepared; the request itself when memctx failed."""
@@ -204,7 +205,10 @@ class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return _Prepared(request, None)
         try:
             system, messages = translation.split(step.context)
-            history = translation.history(step.history) if step.compacted else None
+            history = None
+            if step.compacted and self._state_may_be_replaced(request):
+                history = translation.history(step.history)
+            prepared = request.override(system_message=system, messages=messages)
         except Exception as exc:
             self.runner.stats.failures += 1
             log.warning(
@@ -212,7 +216,29 @@ class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 type(exc).__name__,
             )
             return _Prepared(request, None)
-        return _Prepared(request.override(system_message=system, messages=messages), history)
+        return _Prepared(prepared, history)
+
+    def _state_may_be_replaced(self, request: ModelRequest[Any]) -> bool:
+        """Whether the compacted history may become the agent's state: only when the request
+        carries the state's own messages. A middleware outside this one that changed them
+        (added, dropped or rewrote messages) would otherwise have its change written into
+        the state, or lose messages memctx never saw (and so never archived)."""
+        state = request.state.get("messages") if isinstance(request.state, Mapping) else None
+        if (
+            isinstance(state, list)
+            and len(state) == len(request.messages)
+            and all(ours is theirs for ours, theirs in zip(request.messages, state, strict=True))
+        ):
+            return True
+        if not self._warned_state:
+            self._warned_state = True
+            log.warning(
+                "memctx: the strategy compacted, but the model request does not carry the agent "
+                "state's messages (a middleware before MemctxMiddleware changed them), so the "
+                "state is left as it is and the history is compacted again on later calls; put "
+                "MemctxMiddleware first in middleware=[...]"
+            )
+        return False
 
     @staticmethod
     def _result(

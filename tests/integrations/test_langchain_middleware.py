@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,9 @@ class Recorder(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 def _agent(
-    middleware: MemctxMiddleware, system: str | SystemMessage = "You are a careful coding agent."
+    middleware: MemctxMiddleware,
+    system: str | SystemMessage = "You are a careful coding agent.",
+    outer: Sequence[AgentMiddleware[AgentState[Any], Any, Any]] = (),
 ) -> tuple[Any, ToolCallingFakeModel, Recorder]:
     model = ToolCallingFakeModel(messages=_script())
     recorder = Recorder()
@@ -112,7 +115,7 @@ def _agent(
         model,
         tools=[read_module],
         system_prompt=system,
-        middleware=[middleware, recorder],
+        middleware=[*outer, middleware, recorder],
         checkpointer=InMemorySaver(),
     )
     return agent, model, recorder
@@ -291,6 +294,32 @@ def test_a_later_session_recalls_what_an_ended_one_said(tmp_path: Path) -> None:
     second.close()
 
 
+class DateNote(AgentMiddleware[AgentState[Any], Any, Any]):
+    """A middleware that adds a message to each request (not to the state)."""
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any]:
+        note = HumanMessage("Today is Monday.")
+        return handler(request.override(messages=[note, *request.messages]))
+
+
+def test_a_request_a_middleware_outside_changed_never_replaces_the_state(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memctx = MemctxMiddleware(store_dir=tmp_path, session_id="outer", window=WINDOW)
+    agent, model, _ = _agent(memctx, outer=[DateNote()])
+    with caplog.at_level(logging.WARNING, logger="memctx.integrations"):
+        config = _converse(agent, 12, "t-outer")
+    assert memctx.runner.stats.compactions >= 2 and memctx.runner.stats.failures == 0
+    state = agent.get_state(config).values["messages"]
+    assert len(state) == 4 * 12  # nothing of the state lost, the note never written into it
+    assert not any(m.content == "Today is Monday." for m in state)
+    assert caplog.text.count("put MemctxMiddleware first") == 1
+    _check_every_call(model)
+    memctx.close()
+
+
 def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="store_dir"):
         MemctxMiddleware("memory-context")
@@ -300,6 +329,7 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     assert blocks
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's store goes here
     namespace: dict[str, Any] = {"__name__": "doc_example"}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)
