@@ -17,7 +17,9 @@ new message. Being a hook inside someone else's agent it never raises: a failure
 memctx (or in the translation) sends the request on as the agent built it, counted in
 ``runner.stats.failures`` and logged by its type only.
 
-One middleware is one memctx session: give each conversation (each LangGraph thread) its own.
+One middleware is one memctx session: give each conversation (each LangGraph thread) its own;
+a call from a second thread goes on unchanged (counted, warned once) rather than mixing two
+conversations in one session.
 """
 
 from __future__ import annotations
@@ -188,9 +190,13 @@ class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             strategy, store_dir=store_dir, session_id=session_id, window=window, config=config
         )
         self._warned_state = False
+        self._warned_thread = False
+        self._thread: str | None = None  # the LangGraph thread served, once a call shows it
 
     def _prepare(self, request: ModelRequest[Any]) -> _Prepared:
         """The request memctx prepared; the request itself when memctx failed."""
+        if not self._same_conversation(request):
+            return _Prepared(request, None)
         try:
             translation = _Translation(request.system_message, request.messages)
         except Exception as exc:  # a message memctx's translation cannot read
@@ -217,6 +223,28 @@ class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
             return _Prepared(request, None)
         return _Prepared(prepared, history)
+
+    def _same_conversation(self, request: ModelRequest[Any]) -> bool:
+        """Whether the request is from the LangGraph thread this middleware serves (the first
+        it saw). One memctx session is one conversation: stepping another thread's history
+        would mix two conversations' compaction and recall one's archive into the other."""
+        info = getattr(request.runtime, "execution_info", None)
+        thread = getattr(info, "thread_id", None)
+        if thread is None:
+            return True
+        if self._thread is None:
+            self._thread = str(thread)
+        if self._thread == str(thread):
+            return True
+        self.runner.stats.failures += 1
+        if not self._warned_thread:
+            self._warned_thread = True
+            log.warning(
+                "memctx: a model call from a second LangGraph thread goes on unchanged: one "
+                "MemctxMiddleware serves one conversation; build one per thread (its own "
+                "session_id, the same store_dir to share memory)"
+            )
+        return False
 
     def _state_may_be_replaced(self, request: ModelRequest[Any]) -> bool:
         """Whether the compacted history may become the agent's state: only when the request

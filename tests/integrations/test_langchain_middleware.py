@@ -320,6 +320,28 @@ def test_a_request_a_middleware_outside_changed_never_replaces_the_state(
     memctx.close()
 
 
+def test_a_second_thread_is_passed_through_and_never_sees_the_first_ones_memory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memctx = MemctxMiddleware(store_dir=tmp_path, session_id="one", window=WINDOW)
+    agent, model, recorder = _agent(memctx)
+    first = _converse(agent, 12, "t-first")  # the fact is archived in this thread's session
+    calls = len(model.received)
+    with caplog.at_level(logging.WARNING, logger="memctx.integrations"):
+        for _ in range(2):
+            other = {"configurable": {"thread_id": "t-other"}}
+            agent.invoke({"messages": [HumanMessage(QUESTION)]}, other)
+    for sent, request in zip(model.received[calls:], recorder.requests[calls:], strict=True):
+        assert sent[1:] == request.state["messages"]  # the agent's own request, unchanged
+        assert not any("<recalled-context" in str(m.content) for m in sent)
+    assert memctx.runner.stats.failures == 4
+    assert caplog.text.count("build one per thread") == 1
+    agent.invoke({"messages": [HumanMessage(QUESTION)]}, first)  # the first thread still works
+    assert any("<recalled-context" in str(m.content) for m in model.received[-2])
+    assert memctx.runner.stats.failures == 4
+    memctx.close()
+
+
 def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="store_dir"):
         MemctxMiddleware("memory-context")
