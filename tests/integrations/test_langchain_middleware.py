@@ -278,7 +278,7 @@ def test_a_system_prompt_memctx_edits_stays_the_agents_message_with_the_new_text
 
 
 def test_a_later_session_recalls_what_an_ended_one_said(tmp_path: Path) -> None:
-    config = MemoryContextConfig(crossSession=True)
+    config = MemoryContextConfig.model_validate({"crossSession": True})
     first = MemctxMiddleware(store_dir=tmp_path, session_id="a", window=WINDOW, config=config)
     agent, _, _ = _agent(first)
     thread = _converse(agent, 3, "t-a")  # short: nothing archived while it runs
