@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -36,6 +38,7 @@ from pydantic import Field
 from memctx import MemoryContextConfig, TokenCounter, pairing_violations
 from memctx.integrations.langchain_middleware import MemctxMiddleware
 from memctx.strategies import BaseStrategy, Prepared, make_strategy
+from tests.strategies import examples
 
 WINDOW = 6_000
 FACT = "zebracorn-rotator"
@@ -340,6 +343,77 @@ def test_a_second_thread_is_passed_through_and_never_sees_the_first_ones_memory(
     assert any("<recalled-context" in str(m.content) for m in model.received[-2])
     assert memctx.runner.stats.failures == 4
     memctx.close()
+
+
+@st.composite
+def _conversations(draw: st.DrawFn) -> list[BaseMessage]:
+    """Turns of a user request, an assistant making 0-3 parallel tool calls, their results
+    (of very different sizes) and a closing answer, as LangChain messages with ids."""
+    out: list[BaseMessage] = []
+    for turn in range(draw(st.integers(1, 12))):
+        out.append(HumanMessage("request " * draw(st.integers(1, 400)), id=f"h{turn}"))
+        calls = [f"c{turn}-{k}" for k in range(draw(st.integers(0, 3)))]
+        if calls:
+            out.append(
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {"name": "read_module", "args": {"n": turn}, "id": c} for c in calls
+                    ],
+                    id=f"a{turn}",
+                )
+            )
+            for c in calls:
+                text = "line of output\n" * draw(st.integers(0, 600))
+                out.append(ToolMessage(text, tool_call_id=c, name="read_module", id=f"t{c}"))
+        out.append(AIMessage(f"answer {turn}", id=f"r{turn}"))
+    out.append(HumanMessage("and now?", id="last"))
+    return out
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(
+    _conversations(),
+    st.sampled_from(["truncate", "observation-masking:keepLast=1"]),  # memory-context: above
+    st.integers(6_000, 30_000),  # truncate's budget is window - reserveTokens (4,000)
+)
+def test_what_the_model_gets_is_paired_within_the_window_and_the_agents_own_objects(
+    conversation: list[BaseMessage], strategy: str, window: int
+) -> None:
+    system = SystemMessage("You are a careful coding agent.", id="sys")
+    sent: list[ModelRequest[Any]] = []
+
+    def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        sent.append(request)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    with tempfile.TemporaryDirectory() as store:
+        memctx = MemctxMiddleware(strategy, store_dir=store, session_id="p", window=window)
+        messages: list[Any] = list(conversation)
+        request = ModelRequest(
+            model=ToolCallingFakeModel(messages=_script()),
+            messages=messages,
+            system_message=system,
+            state=AgentState(messages=messages),
+        )
+        memctx.wrap_model_call(request, handler)
+        memctx.close()
+    assert memctx.runner.stats.failures == 0
+    (got,) = sent
+    assert got.system_message is system
+    dicts = _dicts([system, *got.messages])
+    assert not pairing_violations(dicts)
+    assert TokenCounter().count_messages(dicts) <= window
+    by_id = {m.id: m for m in conversation}
+    originals = [m for m in got.messages if any(m is o for o in conversation)]
+    positions = [conversation.index(m) for m in originals]
+    assert positions == sorted(positions)  # the agent's order kept
+    for m in got.messages:
+        original = by_id.get(m.id)
+        if original is not None and m is not original:  # memctx cut a tool result's text
+            assert isinstance(m, ToolMessage) and isinstance(original, ToolMessage)
+            assert m.tool_call_id == original.tool_call_id and m.name == original.name
+    assert got.messages[-1] is conversation[-1]  # the latest request always goes
 
 
 def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
