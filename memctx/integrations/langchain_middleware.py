@@ -51,6 +51,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from memctx.config import MemoryContextConfig
+from memctx.messages import message_text
 from memctx.strategies import Strategy
 
 from .runner import StrategyRunner
@@ -129,7 +130,9 @@ class _Translation:
         """The system message and the rest, for a request.
 
         The leading system dicts are the request's system message: the agent's own when the
-        strategy kept it unchanged, else one message joining their texts.
+        strategy kept it unchanged, a copy of it with the new content when the strategy
+        changed that one (as the planner adds its summary), else one message joining their
+        texts (most providers take one system message, at the start).
         """
         lead = 0
         while lead < len(items) and items[lead].get("role") == "system":
@@ -141,23 +144,14 @@ class _Translation:
             system = self.system
         elif lead == 1 and self.system is not None:  # the prompt with memctx's text added
             system = self.system.model_copy(update={"content": items[0].get("content") or ""})
-        else:  # most providers take one system message, at the start
-            system = SystemMessage(content="\n\n".join(_text(item) for item in items[:lead]))
+        else:
+            system = SystemMessage(content="\n\n".join(message_text(i) for i in items[:lead]))
         return system, [self.message(item) for item in items[lead:]]  # type: ignore[misc]
 
     def history(self, items: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:
         """The agent state's messages for a compacted history: the system prompt is not
         part of the state (the agent adds it to every call), everything else is."""
         return [self.message(item) for item in items if item is not self.system_dict]  # type: ignore[misc]
-
-
-def _text(item: Mapping[str, Any]) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
-    return ""
 
 
 class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):

@@ -280,6 +280,30 @@ def test_a_system_prompt_memctx_edits_stays_the_agents_message_with_the_new_text
     assert memctx.runner.stats.failures == 0
 
 
+class _SecondSystem(BaseStrategy):
+    """Inserts a second system message after the prompt."""
+
+    name = "second-system"
+
+    def prepare(self, transcript: list[dict[str, Any]]) -> Prepared:
+        system, *rest = transcript
+        return Prepared(context=[system, {"role": "system", "content": "Extra rule."}, *rest])
+
+
+def test_system_messages_memctx_adds_reach_the_model_as_one_leading_system_message(
+    tmp_path: Path,
+) -> None:
+    base = make_strategy("full", store_dir=tmp_path, session_id="s", window=WINDOW)
+    memctx = MemctxMiddleware(_SecondSystem(base.setup))  # type: ignore[attr-defined]
+    agent, model, _ = _agent(memctx, "You are terse.")
+    _converse(agent, 1, "t-second")
+    for sent in model.received:
+        assert [m.type for m in sent].count("system") == 1
+        assert sent[0].type == "system" and sent[0].content == "You are terse.\n\nExtra rule."
+        assert sent[1].type == "human"
+    assert memctx.runner.stats.failures == 0
+
+
 def test_a_later_session_recalls_what_an_ended_one_said(tmp_path: Path) -> None:
     config = MemoryContextConfig.model_validate({"crossSession": True})
     first = MemctxMiddleware(store_dir=tmp_path, session_id="a", window=WINDOW, config=config)
