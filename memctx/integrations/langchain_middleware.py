@@ -257,8 +257,9 @@ class MemctxMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             log.warning(
                 "memctx: the strategy compacted, but the model request does not carry the agent "
                 "state's messages (a middleware before MemctxMiddleware changed them), so the "
-                "state is left as it is and the history is compacted again on later calls; put "
-                "MemctxMiddleware first in middleware=[...]"
+                "state is left as it is (memctx goes on from its compacted history while the "
+                "requests keep starting the same way); put MemctxMiddleware first in "
+                "middleware=[...]"
             )
         return False
 

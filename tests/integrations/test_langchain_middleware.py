@@ -43,7 +43,7 @@ from tests.strategies import examples
 WINDOW = 6_000
 FACT = "zebracorn-rotator"
 QUESTION = "What is the deployment password rotation job named?"
-DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations-langchain.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 
 class ToolCallingFakeModel(GenericFakeChatModel):
@@ -338,7 +338,10 @@ def test_a_request_a_middleware_outside_changed_never_replaces_the_state(
     agent, model, _ = _agent(memctx, outer=[DateNote()])
     with caplog.at_level(logging.WARNING, logger="memctx.integrations"):
         config = _converse(agent, 12, "t-outer")
-    assert memctx.runner.stats.compactions >= 2 and memctx.runner.stats.failures == 0
+    # The state keeps everything; memctx goes on from its own compacted history (the
+    # runner's continuation), so the same messages are not compacted on every later call.
+    assert memctx.runner.stats.compactions >= 1 and memctx.runner.stats.failures == 0
+    assert memctx.runner.stats.compactions < memctx.runner.stats.calls // 4
     state = agent.get_state(config).values["messages"]
     assert len(state) == 4 * 12  # nothing of the state lost, the note never written into it
     assert not any(m.content == "Today is Monday." for m in state)
@@ -447,6 +450,7 @@ def test_a_strategy_name_without_a_store_is_a_clear_error() -> None:
 
 def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    blocks = [b for b in blocks if "MemctxMiddleware" in b]  # the LangChain section's
     assert blocks
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's store goes here
