@@ -348,6 +348,18 @@ def make_strategy(
     if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
         raise ValueError(f"window must be a positive number of tokens, got {window!r}")
     config = config if config is not None else MemoryContextConfig()
+    room = window - config.reserve_tokens
+    if room < window // 4:  # known here only: said once, not on every call
+        logger.warning(
+            "memctx: reserveTokens %d (kept for the model's reply) leaves %d of the %d-token "
+            "window for the conversation, so strategies that fit the history into it send "
+            "little or nothing but the system prompt; set reserveTokens below %d or give the "
+            "model's real window",
+            config.reserve_tokens,
+            max(room, 0),
+            window,
+            window // 2,
+        )
     setup = StrategySetup(
         window=window,
         config=config,

@@ -4,6 +4,7 @@ points, and a plugin's mistakes reported as the plugin's."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,15 @@ def test_a_checked_strategy_passes_good_results_through(tmp_path: Path) -> None:
     history = session("s1", 3, tool_words=10)
     assert strategy.step(history).messages == history  # type: ignore[attr-defined]
     assert strategy.search("x") is None and strategy.close() == {}
+
+
+def test_a_window_the_reserve_leaves_almost_nothing_of_is_warned_once_with_the_fix(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="memctx"):
+        make_strategy("truncate", store_dir=tmp_path, session_id="s", window=4_040).close()
+    assert "reserveTokens 4000" in caplog.text and "below 2020" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memctx"):
+        make_strategy("truncate", store_dir=tmp_path, session_id="s2", window=16_000).close()
+    assert "reserveTokens" not in caplog.text
