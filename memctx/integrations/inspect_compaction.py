@@ -14,15 +14,18 @@ wrote (the ``<recalled-context>`` block, a summary, a masked tool output) are ne
 Three things follow from inspect's side of the contract:
 
 - The strategy runs when inspect's view passes the threshold, not before every call: in
-  between, inspect appends new messages to the view as they are. The default threshold is
-  ``window - reserveTokens``, where memctx starts to trim, so it runs on about every call
-  once the conversation is that long.
-- inspect asks again while the result still exceeds the threshold, and fails the sample
-  after a few passes that do not shrink it. memctx cannot shrink its own answer further,
-  so when inspect asks again about that same answer (memctx's token estimate and the
-  model's differ, or the tool definitions take more room than the reserve), and whenever
-  memctx fails, inspect's own ``CompactionTrim`` compacts the view instead: the agent goes
-  on, and :attr:`MemctxCompaction.fallbacks` counts it.
+  between, inspect appends new messages to the view as they are, so a recall block is
+  chosen at a compaction and stays until the next. The default threshold is ``window -
+  reserveTokens / 2``: memctx sends at most ``window - reserveTokens``, which leaves half
+  the reserve for the tool definitions inspect adds to its count (and the other half for
+  the reply); once the conversation is that long memctx runs every few calls.
+- inspect asks again while the answer still exceeds the threshold, and fails the sample
+  after a few passes that do not shrink it. memctx would only repeat its answer, so when
+  inspect asks again about it (memctx's token estimate and the model's tokenizer differ,
+  the tool definitions take more than half the reserve, or the strategy never cuts, like
+  ``full``), inspect's own ``CompactionTrim`` trims the view inspect gave, as if memctx
+  were not there; it also does when memctx fails. The agent goes on, and
+  :attr:`MemctxCompaction.fallbacks` counts it.
 - One strategy object serves every sample of a task, so each sample (inspect's per-sample
   ``store()``) gets its own memctx session: ``session_id`` for the first, ``<session_id>-2``,
   ``-3`` ... after it.
@@ -83,7 +86,12 @@ class _Session:
     built: dict[int, tuple[dict[str, Any], ChatMessage]] = field(default_factory=dict)
     tool_results: dict[str, ChatMessageTool] = field(default_factory=dict)  # call id -> result
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)  # call id -> the call
-    last_answer: list[str | None] | None = None  # ids of the view memctx returned last
+    # One compaction round: inspect asks, and asks again while the answer is over its
+    # threshold (with that answer): the view it gave first, the ids of the last answer, and
+    # whether memctx (not the trim) gave it.
+    round_view: list[ChatMessage] = field(default_factory=list)
+    last_answer: list[str] | None = None
+    answered_by_memctx: bool = False
 
     def accounted(self, message: ChatMessage) -> bool:
         """Whether ``message`` is already in the history or was built by memctx, counting a
@@ -111,7 +119,7 @@ class MemctxCompaction(CompactionStrategy):
         window: The model's context window in tokens, as memctx counts them.
         config: memctx settings (:func:`memctx.load_config`); ``None`` means the defaults.
         threshold: When inspect hands the view over: tokens, or a share of the model's
-            context window (inspect's meaning); ``None`` means ``window - reserveTokens``.
+            context window (inspect's meaning); ``None`` means ``window - reserveTokens / 2``.
 
     Raises:
         ValueError, ConfigError, StoreError: Bad arguments, here rather than inside the agent.
@@ -181,25 +189,38 @@ class MemctxCompaction(CompactionStrategy):
     async def compact(
         self, model: Model, messages: list[ChatMessage], tools: list[ToolInfo]
     ) -> tuple[list[ChatMessage], ChatMessageUser | None]:
-        """The view memctx's strategy makes of ``messages``; never raises from memctx."""
+        """The view memctx's strategy makes of ``messages``; inspect's trim when memctx fails
+        or inspect asks again (module docstring). Never raises from memctx."""
+        session: _Session | None = None
         try:
             session = self._session()
-            answer = None if session is None else await self._step(session, messages)
+            if session is not None:
+                if session.last_answer != [m.id for m in messages]:
+                    session.round_view = list(messages)
+                    answer = self._step(session, messages)
+                    if answer is not None:
+                        session.last_answer = [_message_id(m) for m in answer[0]]
+                        session.answered_by_memctx = True
+                        return answer
+                elif session.answered_by_memctx:
+                    # memctx's answer did not fit inspect's count: trim what inspect gave,
+                    # as if memctx were not there, rather than memctx's larger history.
+                    messages = session.round_view
         except Exception as exc:  # a hook inside the agent: log by type, fall back
             log.warning("memctx: inspect compaction failed (%s)", type(exc).__name__)
-            answer = None
-        if answer is not None:
-            return answer
         self.fallbacks += 1
-        return await self.fallback.compact(model, messages, tools)
+        trimmed, _ = await self.fallback.compact(model, messages, tools)
+        if session is not None:
+            ids = [_message_id(m) for m in trimmed]
+            session.last_answer, session.answered_by_memctx = list(ids), False
+            session.known.update(ids)  # the caller's messages, maybe re-made by the trim
+        return trimmed, None
 
-    async def _step(
+    def _step(
         self, session: _Session, messages: list[ChatMessage]
     ) -> tuple[list[ChatMessage], ChatMessageUser | None] | None:
-        """memctx's view, or ``None`` when it has nothing better to give (failed, or asked
-        again about its own answer, which it would only repeat)."""
-        if session.last_answer == [m.id for m in messages]:
-            return None
+        """memctx's view of ``messages`` (and the summary to record, when it compacted), or
+        ``None`` when memctx failed."""
         for message in messages:
             if not session.accounted(message):
                 as_dict = _to_dict(message)
@@ -220,7 +241,6 @@ class MemctxCompaction(CompactionStrategy):
         view = [_to_inspect(session, d) for d in step.context]
         in_view = {id(d) for d in step.context}
         session.built = {k: v for k, v in session.built.items() if k in in_view}
-        session.last_answer = [m.id for m in view]
         summary = None
         if step.compacted:
             built = (session.built.get(id(d)) for d in step.context if is_compaction_summary(d))
