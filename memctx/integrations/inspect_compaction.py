@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -155,15 +156,16 @@ class MemctxCompaction(CompactionStrategy):
         self.runner = StrategyRunner(strategy, session_id=session_id, **self._runner_args)
         self.fallback = CompactionTrim(threshold=threshold, memory=False)
         self.fallbacks = 0  # compactions inspect's trim did instead of memctx
-        self._sessions: dict[int, tuple[Store, _Session]] = {}
+        self._sessions: dict[int, tuple[Store, _Session | None]] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def runners(self) -> list[StrategyRunner]:
         """Every sample's runner, the first one (:attr:`runner`) first."""
         with self._lock:
             return [self.runner] + [
-                s.runner for _, s in self._sessions.values() if s.runner is not self.runner
+                s.runner for _, s in self._sessions.values() if s and s.runner is not self.runner
             ]
 
     def _session(self) -> _Session | None:
@@ -173,6 +175,8 @@ class MemctxCompaction(CompactionStrategy):
             entry = self._sessions.get(id(sample_store))
             if entry is not None and entry[0] is sample_store:
                 return entry[1]
+            if self._closed:
+                return None
             if not self._sessions:
                 runner: StrategyRunner | None = self.runner
             elif isinstance(self._strategy, str):
@@ -181,6 +185,12 @@ class MemctxCompaction(CompactionStrategy):
             else:
                 runner = None  # a built strategy holds one session's state
             if runner is None:
+                if len(self._sessions) == 1:
+                    log.warning(
+                        "memctx: a strategy built already serves one sample; the others get "
+                        "inspect's trim (pass a strategy name for one session per sample)"
+                    )
+                    self._sessions[id(sample_store)] = (sample_store, None)
                 return None
             session = _Session(runner)
             self._sessions[id(sample_store)] = (sample_store, session)
@@ -197,7 +207,9 @@ class MemctxCompaction(CompactionStrategy):
             if session is not None:
                 if session.last_answer != [m.id for m in messages]:
                     session.round_view = list(messages)
-                    answer = self._step(session, messages)
+                    # memctx's hooks are synchronous (search, archive): off the event loop,
+                    # so the other samples of the eval keep running meanwhile.
+                    answer = await anyio.to_thread.run_sync(self._step, session, messages)
                     if answer is not None:
                         session.last_answer = [_message_id(m) for m in answer[0]]
                         session.answered_by_memctx = True
@@ -252,7 +264,10 @@ class MemctxCompaction(CompactionStrategy):
     def close(self) -> None:
         """End every sample's session and close its strategy (idempotent)."""
         with self._lock:
-            sessions = [s for _, s in self._sessions.values()]
+            if self._closed:
+                return
+            self._closed = True
+            sessions = [s for _, s in self._sessions.values() if s is not None]
             if not any(s.runner is self.runner for s in sessions):
                 sessions.insert(0, _Session(self.runner))
         for session in sessions:

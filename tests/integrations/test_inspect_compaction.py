@@ -37,6 +37,7 @@ from inspect_ai.tool import Tool, ToolChoice, ToolInfo, tool
 from memctx import pairing_violations
 from memctx.config import MemoryContextConfig
 from memctx.integrations.inspect_compaction import MemctxCompaction
+from memctx.messages import is_compaction_summary
 from memctx.strategies import BaseStrategy, Prepared, make_strategy
 
 FACT = "the deployment password rotation job is named zebracorn-rotator"
@@ -214,6 +215,16 @@ def test_react_agent_gets_an_archived_fact_back_within_the_window(tmp_path: Path
     assert final[0] is first[0] and final[-1].text != block.text  # system prompt kept as is
     assert compaction.runner.stats.calls >= 2 and compaction.runner.stats.failures == 0
     assert compaction.fallbacks == 0
+    # memory-context compacted once on the way: its summary went to the model and, as
+    # inspect's own summaries do, into the sample's record.
+    assert compaction.runner.stats.compactions >= 1
+    summaries = {
+        m.id: m
+        for received in script.inputs
+        for m in received
+        if is_compaction_summary({"role": m.role, "content": m.text})
+    }
+    assert summaries and set(summaries) <= {m.id for m in log.samples[0].messages}
 
 
 def test_observation_masking_masks_old_outputs_and_keeps_pairing(tmp_path: Path) -> None:
@@ -317,6 +328,8 @@ def test_bad_arguments_fail_at_construction(tmp_path: Path) -> None:
     assert explicit.threshold == 0.5 and explicit.type == "edit"
     assert MemctxCompaction(store_dir=tmp_path, window=WINDOW, config=CONFIG).threshold == 5_500
     explicit.close()
+    explicit.close()  # idempotent
+    assert explicit.runner.stats.failures == 0
 
 
 def test_the_docs_example_runs(
