@@ -39,8 +39,10 @@ keeps the system prompt, masks outputs and inserts a recall block: it edits the 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
+import os
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -70,6 +72,24 @@ from .runner import StrategyRunner
 __all__ = ["MemctxCompaction"]
 
 log = logging.getLogger("memctx.integrations")
+
+
+def _bundled_tiktoken_cache() -> str | None:
+    """litellm's folder of tiktoken encodings (o200k_base among them), found without
+    importing litellm (seconds); None when it is not where litellm keeps it."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
+    return str(folder) if folder.is_dir() else None
+
+
+# inspect counts a view's tokens with tiktoken's o200k_base, which tiktoken downloads on
+# first use; litellm, a memctx dependency, ships it, so compaction works offline unless the
+# user chose another cache.
+_CACHE = _bundled_tiktoken_cache()
+if _CACHE is not None:
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", _CACHE)
 
 
 @dataclass

@@ -332,18 +332,19 @@ def test_bad_arguments_fail_at_construction(tmp_path: Path) -> None:
     assert explicit.runner.stats.failures == 0
 
 
-def test_the_docs_example_runs(
+def test_the_docs_example_runs_offline_with_inspects_own_token_counter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    doc = Path(__file__).parents[2] / "docs" / "integrations-inspect.md"
-    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)
+    doc = Path(__file__).parents[2] / "docs" / "integrations.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    blocks = [b for b in blocks if "MemctxCompaction" in b]  # the inspect_ai section's
     assert blocks
-    # inspect's default counter downloads tiktoken's encoding: count offline instead.
-    api_class = type(get_model("mockllm/model").api)
-    monkeypatch.setattr(api_class, "count_text_tokens", lambda self, text: _count_text(text))
+    # No offline counter here: tiktoken's o200k_base comes from litellm's bundled copy.
     monkeypatch.setattr("tempfile.mkdtemp", lambda: str(tmp_path))
     for block in blocks:
         exec(compile(block, str(doc), "exec"), {"__name__": "docs_example"})
     out = capsys.readouterr().out
-    assert out.startswith("success") and "fallbacks: 0" in out
+    # inspect's tokenizer and memctx's estimate differ: when inspect still counts memctx's
+    # answer over its threshold it trims once more itself (a fallback), and the run goes on.
+    assert out.startswith("success") and "failures=0" in out
     assert "compactions=0" not in out and "calls=0" not in out
