@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from memctx.messages import estimate_tokens
+from memctx.text import redact
 
 from .summary import summarize_text
 
@@ -337,6 +338,7 @@ class _State:
         self.last_request: str = ""
         self.first_request_pos: int | None = None
         self.pending_error: _Item | None = None
+        self.settings: dict[str, tuple[int, str]] = {}  # "file: name" -> (pos, item)
         self.last_call = ""
 
     def add(self, section: str, pos: int, text: str, rank: int = 0) -> None:
@@ -465,6 +467,17 @@ def _is_file_name(path: str) -> bool:
     return bool(stem) and path.count(".") == 1 and extension.lower() in _FILE_EXTENSIONS
 
 
+def _read_config(state: _State, pos: int, path: str, text: str) -> None:
+    """The settings of a configuration file that was read or written: ``name: value``
+    lines, secrets masked (:func:`memctx.text.redact`), the newest value of each name."""
+    name = path.rsplit("/", 1)[-1]
+    for line in text.splitlines()[:200]:
+        match = _SETTING.match(line)
+        if match and not _SECRET_NAME.search(match.group(1)):
+            setting = f"{match.group(1)}: {match.group(2).strip()}"
+            state.settings[f"{name}: {match.group(1)}"] = (pos, redact(f"{name}: {setting}"))
+
+
 def _outcome(text: str) -> str:
     """How a command went: its output's first line, then the last lines that report counts,
     errors, versions or commits (tools print their summary last)."""
@@ -539,6 +552,14 @@ def _read_summary(state: _State, entry: _Entry) -> None:
             state.add(section, entry.pos, item)
 
 
+_CONFIG_PATH = re.compile(
+    r"[\w./~-]*(?:\.(?:ya?ml|toml|ini|cfg|conf|env|properties)|/\.env[\w.]*|\.env)\b"
+)
+# "  3\toutbox_table: x", "PORT=8080", "max_mb = 25": a setting's name and value.
+_SETTING = re.compile(
+    r"^\s*(?:\d+\s*(?:→|\t|\|)\s*)?([A-Za-z_][\w.-]{1,60})\s*[:=]\s*([^\s#].{0,100})$"
+)
+_SECRET_NAME = re.compile(r"secret|token|passw|pwd|credential|api[_-]?key|private|auth", re.I)
 _NOTICE_BLOCK = re.compile(
     r"<([\w-]*(?:reminder|notification|stdout|stderr|caveat|output|status))\b[^>]*>.*?</\1>",
     re.S | re.I,
@@ -587,7 +608,7 @@ def _read(entries: list[_Entry], root: str = "") -> _State:
         state.add(VALUES, -1, _WORKDIR + root, 3)
     # The calls of the latest calls paragraph not yet answered, in order: results follow
     # their calls in order, and a result's label names its tool only sometimes.
-    pending: list[tuple[str, str]] = []  # (tool name, command or "")
+    pending: list[tuple[str, str, str]] = []  # (tool name, command or "", path or "")
     for entry in entries:
         pos, text = entry.pos, entry.text
         if entry.kind == "summary":
@@ -657,13 +678,13 @@ def _strip_markup(text: str) -> str:
     return "" if re.fullmatch(r"\[[^\]]*\]", text) else text
 
 
-def _read_calls(state: _State, entry: _Entry, pending: list[tuple[str, str]]) -> None:
+def _read_calls(state: _State, entry: _Entry, pending: list[tuple[str, str, str]]) -> None:
     shown: list[str] = []
     pending.clear()
     for tool, args in _calls(entry.text):
         if state.todos(args, entry.pos):
             shown.append(f"{tool} (task list)")
-            pending.append((tool.lower(), ""))
+            pending.append((tool.lower(), "", ""))
             continue
         state.file_actions_from_call(tool, args, entry.pos)
         command_match = _COMMAND_ARG.search(args)
@@ -673,22 +694,29 @@ def _read_calls(state: _State, entry: _Entry, pending: list[tuple[str, str]]) ->
             state.file_actions_from_shell(command, entry.pos)
             first = _clip(command.splitlines()[0] if command.splitlines() else command, 160)
             state.commands[first] = (entry.pos, "")
-            pending.append((tool.lower(), first))
+            pending.append((tool.lower(), first, ""))
             shown.append(f"{tool}: {first}")
         else:
             paths = [_unescape(p) for p in _PATH_ARG.findall(args)]
             shown.append(f"{tool} {paths[0]}" if paths else tool)
-            pending.append((tool.lower(), ""))
+            pending.append((tool.lower(), "", paths[0] if paths else ""))
     if shown:
         state.last_call = _clip("; ".join(shown), 300)
         state.add(WORK, entry.pos, _CALLED + state.last_call)
 
 
-def _read_result(state: _State, entry: _Entry, pending: list[tuple[str, str]]) -> None:
+def _read_result(state: _State, entry: _Entry, pending: list[tuple[str, str, str]]) -> None:
     text = entry.text
     tool = entry.tool.lower()
-    index = next((i for i, (name, _) in enumerate(pending) if name == tool), 0) if tool else 0
-    command = pending.pop(index)[1] if pending else ""
+    index = next((i for i, call in enumerate(pending) if call[0] == tool), 0) if tool else 0
+    _, command, path = pending.pop(index) if pending else ("", "", "")
+    if not path:
+        # "cat -n config/app.yaml" as a command, or an editor's "view" of one.
+        named = _CONFIG_PATH.search(command) or _CONFIG_PATH.search(text[:300])
+        path = named.group(0) if named else ""
+    if _CONFIG_PATH.fullmatch(path.rsplit("/", 1)[-1]):
+        _read_config(state, entry.pos, path, text)
+
     outcome = _outcome(text)
     if command:
         old_pos, _ = state.commands.get(command, (entry.pos, ""))
@@ -748,6 +776,10 @@ def _command_items(state: _State) -> list[_Item]:
     ]
 
 
+def _setting_items(state: _State) -> list[_Item]:
+    return [_Item(VALUES, pos, text, 1) for pos, text in state.settings.values()]
+
+
 def _dedupe(items: list[_Item]) -> list[_Item]:
     """One item per text and section, the newest occurrence."""
     newest: dict[tuple[str, str], _Item] = {}
@@ -796,6 +828,7 @@ def state_snapshot(text: str, max_tokens: int) -> str:
         + _file_items(state)
         + _task_items(state)
         + _command_items(state)
+        + _setting_items(state)
     )
     # What was being done last: the newest thing said and the newest tool calls.
     work = []

@@ -255,3 +255,25 @@ def test_the_budget_is_never_exceeded_and_the_snapshot_is_deterministic(
     snapshot = state_snapshot(text, budget)
     assert estimate_tokens(snapshot) <= max(0, budget)
     assert state_snapshot(text, budget) == snapshot
+
+
+def test_settings_of_a_config_file_read_are_kept_and_secrets_are_not() -> None:
+    messages = [
+        {"role": "user", "content": "Why does the worker time out?"},
+        _calls(_call("c", "Read", file_path="/srv/app/config/worker.yaml")),
+        _result(
+            "c",
+            "     1\tqueue_name: billing_jobs_v3\n     2\tvisibility_timeout: 45\n"
+            "     3\tapi_token: tok_9f8e7d6c5b4a39281716\n",
+        ),
+        *_noise(10),
+        _calls(_call("d", "Bash", command="cat config/worker.yaml")),
+        _result("d", "queue_name: billing_jobs_v3\nvisibility_timeout: 90\n"),
+    ]
+    snapshot = state_snapshot(_rendered(messages), 400)
+    values = _sections(snapshot)["Key values"]
+    assert "worker.yaml: queue_name: billing_jobs_v3" in values
+    # The newest value of a setting wins.
+    assert "worker.yaml: visibility_timeout: 90" in values
+    assert "visibility_timeout: 45" not in snapshot
+    assert "tok_9f8e7d6c5b4a39281716" not in snapshot
