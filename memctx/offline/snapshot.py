@@ -883,14 +883,24 @@ def state_snapshot(text: str, max_tokens: int) -> str:
         for item in list(by_section.get(title, [])):
             if take(item):
                 by_section[title].remove(item)
-    room_tokens = (limit - used - len(NOTES) - 4) // 3
-    if room_tokens > 20:
-        prose = "\n".join(
-            e.text for e in _parse(text) if e.kind in ("assistant", "user", "other", "thinking")
-        )
-        for n, line in enumerate(summarize_text(prose, room_tokens).splitlines()):
+    # Room left: the extractive summary of what was said, then of what the tools printed
+    # (file contents and search hits left out: they quote code, not events).
+    entries = _parse(text)
+    said = [e.text for e in entries if e.kind in ("assistant", "user", "other", "thinking")]
+    printed = [
+        "\n".join(ln for ln in e.text.splitlines() if not _NUMBERED.match(ln))
+        for e in entries
+        if e.kind == "result"
+    ]
+    order = 0
+    for source in (said, printed):
+        room_tokens = (limit - used - len(NOTES) - 4) // 3
+        if room_tokens <= 20 or not source:
+            continue
+        for line in summarize_text("\n".join(source), room_tokens).splitlines():
             if line.startswith("- "):
-                take(_Item(NOTES, n, line[2:]))
+                order += 1
+                take(_Item(NOTES, order, line[2:]))
     out = _render(chosen)
     # The cost model is an upper bound, so this never cuts; it guards the contract anyway.
     return out if estimate_tokens(out) <= max_tokens else out[:limit]
