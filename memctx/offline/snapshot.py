@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from memctx.messages import estimate_tokens
 from memctx.text import redact
 
-from .summary import summarize_text
+from .summary import clip_line, summarize_text
 
 __all__ = ["SNAPSHOT_SECTIONS", "state_snapshot"]
 
@@ -244,8 +244,7 @@ class _FileState:
 
 
 def _clip(text: str, limit: int = _ITEM_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+    return clip_line(text, limit)
 
 
 def _unescape(value: str) -> str:
