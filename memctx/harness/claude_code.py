@@ -24,6 +24,12 @@ table, ``claude_code.md``): at the boundary, each question is also asked of
   compacted history (the product's path: ``on_before_compact`` then ``on_context``);
 - ``memctx recall at the summary's tokens``: memctx alone, its recall cap set to the
   summary's own tokens: the same budget, a different choice of what to keep;
+- ``memctx summary at the summary's tokens``: the summary memctx's compaction asks of its
+  summariser (the rendered history in the compaction's request, :func:`summary_request`),
+  written by the offline model with Claude Code's summary tokens as its output limit, one
+  call over the whole history: no LLM, the same budget;
+- ``memctx summary + memctx recall``: that summary with ``on_context`` over the archive, as
+  ``summary + memctx recall`` does with Claude Code's;
 
 and the table puts the strategies' rows of the run (:func:`strategy_rows`) beside them.
 
@@ -41,9 +47,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memctx.compaction import SUMMARY_TASK, render_messages, summary_request
 from memctx.config import MemoryContextConfig
 from memctx.errors import MemctxError
-from memctx.messages import TokenCounter, message_text
+from memctx.llm import LLMClient
+from memctx.messages import TokenCounter, inspect_message, message_text
 from memctx.runtime import MemoryContext
 from memctx.transcripts import Transcript, load_transcript
 
@@ -79,7 +87,9 @@ PROBES_FORMAT = "memctx-probes/1"
 SUMMARY = "claude-code summary"
 SUMMARY_RECALL = "summary + memctx recall"
 RECALL_ONLY = "memctx recall at the summary's tokens"
-CLAUDE_CODE_CONFIGS = (SUMMARY, SUMMARY_RECALL, RECALL_ONLY)
+OWN_SUMMARY = "memctx summary at the summary's tokens"
+OWN_SUMMARY_RECALL = "memctx summary + memctx recall"
+CLAUDE_CODE_CONFIGS = (SUMMARY, SUMMARY_RECALL, RECALL_ONLY, OWN_SUMMARY, OWN_SUMMARY_RECALL)
 # A hand probe's kind as the harness's fact kinds name it (for per-kind slicing).
 _KINDS = {
     "file": "implementation",
@@ -114,8 +124,8 @@ class ComparisonRow:
 
     Attributes:
         session: The session id.
-        config: ``claude-code summary``, ``summary + memctx recall``, ``memctx recall at the
-            summary's tokens``, or a strategy (``memory-context × hash``).
+        config: One of :data:`CLAUDE_CODE_CONFIGS` (the module docstring), or a strategy
+            (``memory-context × hash``).
         kept: Probe ids whose answer is in the context.
         probes: Probes asked.
         tokens: Mean context tokens at the boundary (the question left out; a strategy's:
@@ -173,11 +183,16 @@ def compare_compactions(
     history, kept_by_claude = _split(transcript, transcript_path)
     counter = TokenCounter()
     summary_tokens = sum(counter.count_message(m) for m in kept_by_claude)
-    rows = [_judge(session, SUMMARY, probes, lambda q: kept_by_claude, counter)]
+    own = offline_summary(history, summary_tokens, counter)
+    rows = [
+        _judge(session, SUMMARY, probes, lambda q: kept_by_claude, counter),
+        _judge(session, OWN_SUMMARY, probes, lambda q: own, counter),
+    ]
     with tempfile.TemporaryDirectory(prefix="memctx-cc-") as tmp:
         for config, base, cap in (
             (SUMMARY_RECALL, kept_by_claude, None),
             (RECALL_ONLY, [], summary_tokens),
+            (OWN_SUMMARY_RECALL, own, None),
         ):
             overrides = {"hardCapTokens": cap, "recallWindowRatio": 1.0} if cap else {}
             engine = MemoryContext(
@@ -197,7 +212,19 @@ def compare_compactions(
                     return [m for m in engine.on_context([*base, asked]) if m is not asked]
 
                 rows.append(_judge(session, config, probes, context, counter))
-    return rows
+    return sorted(rows, key=lambda row: CLAUDE_CODE_CONFIGS.index(row.config))
+
+
+def offline_summary(history: Sequence[Any], max_tokens: int, counter: TokenCounter) -> list[Any]:
+    """memctx's own summary of ``history`` as one user message of at most ``max_tokens``
+    (by ``counter``): the compaction's summary request (:func:`summary_request` over
+    :func:`render_messages`, the default prompt) answered by the offline model, its output
+    limit lowered by the message's own overhead so that the message fits ``max_tokens``."""
+    overhead = counter.count_message({"role": "user", "content": ""})
+    limit = max(1, max_tokens - overhead)
+    request = summary_request(render_messages(inspect_message(m) for m in history))
+    reply = LLMClient().complete(request, task=SUMMARY_TASK, max_tokens=limit)
+    return [{"role": "user", "content": reply.text}]
 
 
 def _split(transcript: Transcript, path: Path) -> tuple[list[Any], list[Any]]:
@@ -373,7 +400,8 @@ def write_claude_code_section(
         f"Probes written by hand before each session's compact_boundary; window {window:,} "
         "provider tokens; Claude Code's summary and memctx's recall paths with hash "
         "embeddings, the strategies as the run played them (their records are the "
-        "claude-code suite's); summaries by the offline model are extractive.\n\n" + table + "\n",
+        "claude-code suite's); memctx's summaries are the offline model's state snapshots "
+        "(no LLM), its own at most the tokens of Claude Code's.\n\n" + table + "\n",
         encoding="utf-8",
     )
     (out_dir / "claude_code.json").write_text(

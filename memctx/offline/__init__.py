@@ -1,5 +1,6 @@
 """``memctx/offline``: memctx's own deterministic model, served through litellm as a custom
-provider: rule-based fact extraction, extractive summaries and memory-flush notes, no
+provider: rule-based fact extraction, compaction summaries as state snapshots read from the
+transcript (:mod:`memctx.offline.snapshot`), extractive replies and memory-flush notes, no
 network. Importing this package registers it with :mod:`memctx.llm`; litellm and the handler
 (:mod:`memctx.offline.provider`) load on the first call to the model, not on import.
 

@@ -12,9 +12,10 @@ The model reads the task from the :func:`memctx.llm.client.task_marker` line in 
 
 - ``extract-knowledge``: ``memctx.offline.extract.offline_extract_response(messages)``, a
   JSON array of knowledge records (rule-based extraction, imported on first use);
-- ``summarize``: :func:`memctx.offline.summary.summarize_text` over the text inside
-  ``<conversation>...</conversation>`` in the last user message (or over all user messages
-  when there is no such block), within ``max_tokens``;
+- ``summarize``: :func:`memctx.offline.snapshot.state_snapshot`, the session's state read
+  from the text inside ``<conversation>...</conversation>`` in the last user message (the
+  rendered history a compaction sends), within ``max_tokens``; without such a block, the
+  extractive :func:`memctx.offline.summary.summarize_text` of all user messages;
 - ``memory-flush``: :func:`memctx.offline.flush.offline_flush_response`, durable notes
   (decisions, config values, errors, file paths) as Markdown bullets, or ``NO_REPLY``;
 - anything else: the same extractive summary of the last user message, short. Never an
@@ -35,6 +36,7 @@ from memctx.llm import OFFLINE_MODEL, task_of
 from memctx.messages import message_text
 
 from .flush import FLUSH_TASK, offline_flush_response
+from .snapshot import state_snapshot
 from .summary import summarize_text
 
 __all__ = [
@@ -82,7 +84,7 @@ def _summarize(messages: Sequence[Any], max_tokens: int) -> str:
         return _NOTHING
     blocks = _CONVERSATION.findall(users[-1])
     if blocks:
-        return summarize_text("\n".join(blocks), max_tokens) or _NOTHING
+        return state_snapshot("\n".join(blocks), max_tokens) or _NOTHING
     # Several user turns: the last one is the request. A single one is the whole input, so
     # the request is looked for inside it (a "user:" line).
     last = users[-1] if len(users) > 1 else None

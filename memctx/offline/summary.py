@@ -129,7 +129,9 @@ def _classify(text: str) -> tuple[str, int]:
     return DETAILS, features - code_penalty
 
 
-def _clip(text: str, limit: int) -> str:
+def clip_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs made one space), cut to ``limit`` characters
+    with an ellipsis: how a summary item is shortened."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
@@ -155,7 +157,7 @@ def _units(text: str) -> tuple[list[_Unit], list[_Unit]]:
             continue
         pieces = _SENTENCE.split(line) if len(line) > _SPLIT_OVER_CHARS else [line]
         for piece in pieces:
-            clipped = _clip(piece, _MAX_UNIT_CHARS)
+            clipped = clip_line(piece, _MAX_UNIT_CHARS)
             key = _dedupe_key(clipped)
             if not key:
                 continue
@@ -163,7 +165,7 @@ def _units(text: str) -> tuple[list[_Unit], list[_Unit]]:
             for path in _paths(piece):
                 if path not in seen_paths:
                     seen_paths.add(path)
-                    files.append(_Unit(pos, _clip(path, 120), FILES, 2))
+                    files.append(_Unit(pos, clip_line(path, 120), FILES, 2))
             if key in seen:
                 continue
             seen.add(key)
@@ -216,7 +218,7 @@ def summarize_text(text: str, max_tokens: int, *, last_request: str | None = Non
             key = _dedupe_key(request)
             # The request is shown once, as the latest request, not again as a plain line.
             units = [u for u in units if _dedupe_key(u.text) != key]
-            clipped = _clip(request, min(room, _MAX_UNIT_CHARS))
+            clipped = clip_line(request, min(room, _MAX_UNIT_CHARS))
             unit = _Unit(len(units) + len(files) + 10**9, _LATEST + clipped, TASKS, 99)
             used += cost(unit)
             chosen[TASKS].append(unit)

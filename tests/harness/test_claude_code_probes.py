@@ -89,6 +89,11 @@ def test_the_comparison_judges_each_configuration_on_the_same_probes(tmp_path: P
     assert set(summary.kept) <= set(by["summary + memctx recall"].kept)
     assert by["summary + memctx recall"].tokens > summary.tokens
     assert by["memctx recall at the summary's tokens"].tokens <= summary.tokens * 1.05
+    # memctx's own summary (the offline model's snapshot) never takes more than Claude
+    # Code's, and recall on top of it loses none of what it keeps.
+    own = by["memctx summary at the summary's tokens"]
+    assert 0 < own.tokens <= summary.tokens
+    assert set(own.kept) <= set(by["memctx summary + memctx recall"].kept)
     # The session as a scenario of the suite: every probe at the boundary, tagged with
     # whether Claude Code's summary kept its answer, played like any scenario.
     scenario = claude_code_scenario(transcript, path)

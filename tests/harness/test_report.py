@@ -285,9 +285,9 @@ def test_tables_without_pooled_records_are_empty_not_a_crash() -> None:
 
 
 _OFFLINE_NOTE = (
-    "Summaries in this run were written by memctx/offline, memctx's deterministic extractive "
-    "model: summary-based strategies (memory-context) are measured with its summaries, not "
-    "with an LLM's."
+    "Summaries in this run were written by memctx/offline, memctx's deterministic rule-based "
+    "model (state snapshots read from the transcript): summary-based strategies "
+    "(memory-context) are measured with its summaries, not with an LLM's."
 )
 
 

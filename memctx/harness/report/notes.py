@@ -1,7 +1,7 @@
 """Sentences under the report's headline table that say how to read its numbers.
 
 - Which model wrote the summaries of the summary-based strategies. With the offline default
-  (``memctx/offline``) they are extractive, written by rules, so a strategy that summarises
+  (``memctx/offline``) they are state snapshots written by rules, so a strategy that summarises
   is measured with those summaries, not with what an LLM would write; a reader comparing it
   with ``observation-masking`` or ``truncate`` must know that.
 - When ``hardCapTokens`` is not the recall block's cap at the windows the run played (the
@@ -109,9 +109,9 @@ def summary_model_note(summary: Mapping[str, Any]) -> str | None:
     names = ", ".join(strategies)
     if model == OFFLINE_MODEL:
         return (
-            f"Summaries in this run were written by {model}, memctx's deterministic extractive "
-            f"model: summary-based strategies ({names}) are measured with its summaries, not "
-            "with an LLM's."
+            f"Summaries in this run were written by {model}, memctx's deterministic rule-based "
+            f"model (state snapshots read from the transcript): summary-based strategies "
+            f"({names}) are measured with its summaries, not with an LLM's."
         )
     return (
         f"Summaries in this run were written by {model} (extractionModel): summary-based "

@@ -16,7 +16,7 @@ the noise rule (:mod:`.intervals`) applied to whatever the run measured.
   the pick are chosen among the others; the caveats say which were set aside and why.
 - **Caveats** the data imposes: configurations left out (``full`` scored on the probes that
   fit only), wide intervals, suites where the pick is behind another beyond noise,
-  violations, extractive summaries, context-only scoring.
+  violations, rule-written summaries, context-only scoring.
 """
 
 from __future__ import annotations
