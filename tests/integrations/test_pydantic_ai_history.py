@@ -169,7 +169,11 @@ def test_memory_context_fits_the_window_keeps_pairs_and_recalls_a_trimmed_fact(
     assert kept[0] == SYSTEM and kept[1].startswith("[Context compacted]")
     assert len(history) < 4 * 9
     asked = recorder.calls[-2]  # the question's call (the last one answers its tool result)
-    assert not any(FACT in t and "<recalled-context" not in t for t in _texts(asked))
+    # The message holding the fact is gone (a compaction summary may carry the fact too).
+    assert not any(
+        FACT in t and not t.startswith(("<recalled-context", "[Context compacted]"))
+        for t in _texts(asked)
+    )
     recalled = [t for t in _texts(asked) if t.startswith("<recalled-context")]
     assert recalled and "zebracorn-rotator" in recalled[0]
     # The recall block is for that one call: the run's stored history does not keep it.
