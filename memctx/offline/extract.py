@@ -27,10 +27,12 @@ when a cue says what kind of statement it is, in English or Chinese.
   ok. 31 passed; 0 failed", mocha's "31 passing", "All 386 tests pass"), a non-zero exit
   code, dependency versions a resolver reports (mix's "Resolving Hex dependencies..." and
   the ``name 1.2.3`` lines after it, pip's "Successfully installed", cargo's "Adding x
-  v1.2"). The fact's text names what it is, "last test run: 297 tests, 11 failures (mix
-  test)", with the command that ran when the tool call before the output names one, so
-  that a question about "the last test run" or "did the tests pass" finds it without sharing
-  a word with the numbers: an ``issue`` when something failed, else ``task_state``
+  v1.2"). The fact's text names what it is and its verdict, "last test run failed, not all
+  tests passed: 297 tests, 11 failures (mix test)", "last test run passed, no test failed:
+  ...", with the
+  command that ran when the tool call the output answers names one, so that a question
+  about "the last test run" or "did the tests pass" finds it without sharing a word with
+  the numbers: an ``issue`` when something failed, else ``task_state``
   (dependency versions: ``task_state``). A line that only mentions tests ("add tests for
   the parser", ``tests/test_api.py``) is no result.
 
@@ -377,7 +379,7 @@ def _has_secret(text: str) -> bool:
 
 
 def _command_of(line: str) -> str:
-    """The shell command a tool call's arguments name (``"command"`` / ``"cmd"``), its first
+    """The shell command a tool call's arguments name (``"command"`` / ``"cmd"``) on one
     line, short; ``""`` when they name none."""
     found = _COMMAND_RE.search(line)
     if found is None:
@@ -386,10 +388,10 @@ def _command_of(line: str) -> str:
         command = str(json.loads(f'"{found.group(1)}"'))
     except ValueError:  # cut inside an escape: the raw text will do
         command = found.group(1)
-    first = " ".join(command.strip().split("\n", 1)[0].split())
-    if len(first) > _COMMAND_CHARS:
-        first = first[:_COMMAND_CHARS].rstrip() + "…"
-    return first
+    shown = " ".join(command.split())
+    if len(shown) > _COMMAND_CHARS:
+        shown = shown[:_COMMAND_CHARS].rstrip() + "…"
+    return shown
 
 
 def _result_fact(text: str, source: str) -> tuple[FactType, str] | None:
@@ -399,8 +401,9 @@ def _result_fact(text: str, source: str) -> tuple[FactType, str] | None:
     if not 8 <= len(text) <= _MAX_CHARS or _has_secret(text):
         return None
     if any(rx.search(text) for rx in _TEST_RESULT_RES):
-        kind = FactType.ISSUE if _FAILED_RE.search(text) else FactType.TASK_STATE
-        return kind, f"last test run: {text}{source}"
+        if _FAILED_RE.search(text):
+            return FactType.ISSUE, f"last test run failed, not all tests passed: {text}{source}"
+        return FactType.TASK_STATE, f"last test run passed, no test failed: {text}{source}"
     code = _EXIT_RE.search(text)
     if code is not None and int(code.group(1)) != 0:
         return FactType.ISSUE, f"last command failed with exit code {code.group(1)}{source}"
@@ -433,7 +436,7 @@ def _line_facts(role: str, name: str, line: str) -> list[tuple[FactType, str, st
     out = []
     context = f"said by {role}" if role != "text" else "stated in text"
     for piece in _SENTENCE_RE.split(line):
-        result = _result_fact(piece, "") if piece.strip() else None
+        result = _result_fact(_clean(piece), "") if piece.strip() else None
         if result is not None:
             out.append((result[0], result[1], context))
             continue

@@ -50,8 +50,9 @@ sessions). The chunks of one message that are chosen are shown as one item: its 
 adjacent chunks (consecutive archive keys) joined without the lines the chunker repeats
 between them, a gap marker line between runs that are not adjacent, the next run's lines
 still continuation lines of the same item. A detail longer than half the detail budget is
-cut to that length (head kept, marked), so one huge chunk cannot crowd out every other hit. The rendered block is then counted whole; while it is over the cap the lowest-scoring
-detail goes, then knowledge, then the block (the seed's ladder). The cap therefore holds for
+cut to that length (head kept, marked), so one huge chunk cannot crowd out every other hit.
+The rendered block is then counted whole; while it is over the cap the lowest-scoring
+chunk goes, then knowledge, then the block (the seed's ladder). The cap therefore holds for
 the text as sent, framing included.
 """
 
