@@ -370,12 +370,12 @@ def _shown(
             out.append(chunks[0])
             continue
         key = tuple(map(id, chunks))
-        item = memo.get(key) if memo is not None else None
-        if item is None:
-            item = _merged(chunks)
+        merged = memo.get(key) if memo is not None else None
+        if merged is None:
+            merged = _merged(chunks)
             if memo is not None:
-                memo[key] = item
-        out.append(item)
+                memo[key] = merged
+        out.append(merged)
     return sorted(out, key=_in_archive_order)
 
 
