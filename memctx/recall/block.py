@@ -46,10 +46,13 @@ its cost still fits, otherwise skipped for the next one (a greedy fill). A candi
 chunk, not a message: the chunks of one long tool output each compete on their own score, so
 the chunk holding "297 tests, 11 failures" or a resolved version is shown even when another
 chunk of the same output scored better (one chunk per message lost such answers on real
-sessions). The chunks of one message that are chosen are shown as one item: its label once,
-adjacent chunks (consecutive archive keys) joined without the lines the chunker repeats
-between them, a gap marker line between runs that are not adjacent, the next run's lines
-still continuation lines of the same item. A detail longer than half the detail budget is
+sessions). A message's other chunks compete on their own match with the query, not on the
+lift the search's neighbour smoothing gives them from the best one (:func:`_collapse`), so
+one relevant log does not fill the block with its neighbouring chunks. The chunks of one
+message that are chosen are shown as one item: its label once, adjacent chunks (consecutive
+archive keys) joined without the lines the chunker repeats between them, a gap marker line
+between runs that are not adjacent, the next run's lines still continuation lines of the
+same item. A detail longer than half the detail budget is
 cut to that length (head kept, marked), so one huge chunk cannot crowd out every other hit.
 The rendered block is then counted whole; while it is over the cap the lowest-scoring
 chunk goes, then knowledge, then the block (the seed's ladder). The cap therefore holds for
@@ -183,6 +186,8 @@ class RecallItem:
             (empty: the item is :attr:`text` alone). :attr:`text` is then the runs joined by
             ``"\n…\n"``, as :func:`parse_recall_block` reads them back.
         chunks: The refs of the chunks a shown item holds (empty: just :attr:`ref`).
+        own: The detail's own match with the query, without what its neighbours lend it
+            (the search's vector and keyword parts; ``None``: :attr:`score` is its own).
     """
 
     kind: Literal["knowledge", "detail"]
@@ -195,6 +200,7 @@ class RecallItem:
     session: str = ""
     seq: int | None = None
     seq_end: int | None = None
+    own: float | None = None
     runs: tuple[str, ...] = ()
     chunks: tuple[str, ...] = ()
 
@@ -292,17 +298,25 @@ def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> Reca
 
 
 def _collapse(details: Sequence[RecallItem], per_source: int | None) -> list[RecallItem]:
-    """At most ``per_source`` details per source (``None``: all), the best-scoring ones,
-    best first."""
+    """At most ``per_source`` details per source (``None``: all), best first.
+
+    A message's best chunk competes on its score. Its other chunks compete on their own
+    match with the query (:attr:`RecallItem.own`) when that is lower: the search lifts each
+    chunk by its neighbours' scores, and a chunk's neighbours are mostly its own message's
+    other chunks, so every chunk of a relevant long output would otherwise score like its
+    best one and a single log could fill the block.
+    """
     seen: dict[str, int] = {}
     out = []
     for item in sorted(details, key=_by_score):
-        if item.source and per_source is not None:
+        if item.source:
             seen[item.source] = seen.get(item.source, 0) + 1
-            if seen[item.source] > per_source:
+            if per_source is not None and seen[item.source] > per_source:
                 continue
+            if seen[item.source] > 1 and item.own is not None and item.own < item.score:
+                item = dataclasses.replace(item, score=item.own)
         out.append(item)
-    return out
+    return sorted(out, key=_by_score)
 
 
 def _without_overlap(before: str, after: str) -> str:

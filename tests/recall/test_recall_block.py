@@ -251,7 +251,9 @@ def test_ties_are_broken_by_archive_order_never_by_the_random_id() -> None:
     assert "first" in squeezed and "third" not in squeezed  # the later tie is dropped first
 
 
-def _log_chunks(text: str, scores: list[float], first_seq: int = 10) -> list[RecallItem]:
+def _log_chunks(
+    text: str, scores: list[float], first_seq: int = 10, owns: list[float] | None = None
+) -> list[RecallItem]:
     """``text`` chunked as the archive chunks it, one detail per chunk (consecutive keys)."""
     pieces = chunk_text(text, 120)
     assert len(pieces) == len(scores), len(pieces)
@@ -266,6 +268,7 @@ def _log_chunks(text: str, scores: list[float], first_seq: int = 10) -> list[Rec
             "s1|7|tool",
             "s1",
             first_seq + n,
+            own=owns[n] if owns else None,
         )
         for n, (piece, score) in enumerate(zip(pieces, scores, strict=True))
     ]
@@ -290,6 +293,25 @@ def test_chunks_of_one_message_compete_on_their_own_scores() -> None:
     one = build_recall_block([], [*log, other], 350, per_source=1)
     assert one is not None
     assert [d.ref for d in one.details if d.source] == ["c1"] and not one.details[0].chunks
+
+
+def test_a_chunk_lifted_only_by_its_neighbours_does_not_crowd_out_another_message() -> None:
+    # The search lifts every chunk of a relevant log by its neighbours: the other chunks
+    # score like the best one but match the query little themselves. They compete on their
+    # own match, so the other message gets the room.
+    log = _log_chunks(LOG, [0.9, 0.85, 0.85, 0.85, 0.85], owns=[0.95, 0.1, 0.1, 0.1, 0.1])
+    other = detail("the cache is Redis 7.2", 0.5)
+    block = build_recall_block([], [*log, other], 200)
+    assert block is not None
+    assert [d.chunks or (d.ref,) for d in block.details] == [(other.ref,), ("c0",)]
+    # With room for the next chunk too: the one that matches on its own enters on its score
+    # (before the shorter last chunk), the one lifted by its neighbours does not.
+    weak = build_recall_block([], [*log, other], 300)
+    strong_log = _log_chunks(LOG, [0.9, 0.85, 0.85, 0.85, 0.85], owns=[0.95, 0.9, 0.1, 0.1, 0.1])
+    strong = build_recall_block([], [*strong_log, other], 300)
+    assert weak is not None and strong is not None
+    assert "c1" not in weak.details[1].chunks
+    assert [d.chunks or (d.ref,) for d in strong.details] == [(other.ref,), ("c0", "c1")]
 
 
 def test_adjacent_chunks_are_merged_without_their_overlap() -> None:
