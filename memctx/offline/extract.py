@@ -241,7 +241,7 @@ _CARGO_DEP_RE = re.compile(
 )
 _PIP_INSTALLED_RE = re.compile(r"^Successfully installed ((?:[\w.-]+-\d[\w.+-]* ?)+)$")
 _COMMAND_RE = re.compile(r'"(?:command|cmd)"\s*:\s*"((?:[^"\\\n]|\\.){1,400})')
-_COMMAND_CHARS = 60
+_COMMAND_CHARS = 120
 
 _ZH_CUES: dict[FactType, tuple[str, ...]] = {
     FactType.TASK_STATE: tuple(
@@ -460,11 +460,18 @@ class _ToolResults:
         self._resolving: set[int] = set()
         self._deps: dict[int, list[str]] = {}
         self._results: dict[int, int] = {}
+        self.interrupted = False  # something other than a call came after the last call
 
     def call(self, number: int, line: str) -> None:
         """A tool call's line: a new call's command is queued (``""``: it names none); the
-        outputs take the commands in order (parallel calls answered in turn)."""
+        outputs take the commands in order (parallel calls answered in turn). A call after
+        anything but calls (an output, a message) starts a new step: the calls still queued
+        got no output the text shows (an empty one is not rendered), and must not name the
+        next outputs."""
         if number != self._call:
+            if self.interrupted:
+                self._commands.clear()
+                self.interrupted = False
             self._call = number
             self._commands.append("")
         if not self._commands[-1]:
@@ -523,6 +530,7 @@ def extract_facts(text: str) -> list[dict[str, str]]:
         if role == "tool call":
             tools.call(number, line)
             continue
+        tools.interrupted = True
         if role == "system":
             continue
         if role == "tool":

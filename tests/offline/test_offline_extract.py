@@ -376,6 +376,24 @@ def test_parallel_calls_give_each_output_its_own_command() -> None:
     ]
 
 
+def test_a_call_whose_output_is_not_shown_does_not_name_the_next_output() -> None:
+    # An empty output is not rendered: the next step's output must not take its command.
+    text = (
+        '[assistant tool call: Bash] {"command": "mix format"}\n'
+        "[assistant] Formatted; now the tests.\n"
+        '[assistant tool call: Bash] {"command": "mix test"}\n'
+        "[tool result: Bash] 5 tests, 0 failures\n"
+        '[assistant tool call: Bash] {"command": "mix compile"}\n'
+        '[assistant tool call: Bash] {"command": "mix test test/b_test.exs"}\n'
+        "[tool result: Bash] Compiling 3 files (.ex)\n"
+        "[tool result: Bash] 2 tests, 1 failure"
+    )
+    assert [f["content"].rsplit(" (", 1)[1] for f in extract_facts(text)] == [
+        "mix test)",
+        "mix test test/b_test.exs)",
+    ]
+
+
 def test_a_result_said_in_a_message_names_the_run() -> None:
     facts = extract_facts("[assistant] All **386 tests pass** now.")
     assert [(f["type"], f["content"]) for f in facts] == [
