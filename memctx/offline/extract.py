@@ -21,6 +21,21 @@ when a cue says what kind of statement it is, in English or Chinese.
 - implementation: "implemented", "added", "endpoint", "handler", "function X in file Y",
   ``POST /path``; 实现, 添加, 新增, 接口, 函数.
 
+- results of test runs, builds and commands, in any tool's output or said in a message:
+  test counts with failures or errors ("297 tests, 11 failures", pytest's "3 failed, 297
+  passed in 12.3s", jest's "Tests: 1 failed, 41 passed, 42 total", cargo's "test result:
+  ok. 31 passed; 0 failed", mocha's "31 passing", "All 386 tests pass"), a non-zero exit
+  code, dependency versions a resolver reports (mix's "Resolving Hex dependencies..." and
+  the ``name 1.2.3`` lines after it, pip's "Successfully installed", cargo's "Adding x
+  v1.2"). The fact's text names what it is and its verdict, "last test run failed, not all
+  tests passed: 297 tests, 11 failures (mix test)", "last test run passed, no test failed:
+  ...", with the
+  command that ran when the tool call the output answers names one, so that a question
+  about "the last test run" or "did the tests pass" finds it without sharing a word with
+  the numbers: an ``issue`` when something failed, else ``task_state``
+  (dependency versions: ``task_state``). A line that only mentions tests ("add tests for
+  the parser", ``tests/test_api.py``) is no result.
+
 The first matching type in the order error line, task_state, decision, issue, config,
 architecture, implementation wins ("still need to fix the login bug" is a task, "switched to
 httpx because requests kept failing" a decision).
@@ -29,9 +44,9 @@ Nothing is extracted from greetings and small talk, questions, speculation ("may
 narration of the agent's next step ("let me check..."), temporary debugging, code (fenced
 blocks, indented or symbol-dense lines, ``def``/``import`` lines), tool calls, sentences the
 redactor flags, or sentences without substance (under three words, no identifier and fewer
-than three content words). Tool output yields only its error lines (three per output). Facts
-are deduplicated; at most :data:`MAX_FACTS` per call, the latest ones (later statements are
-the current state).
+than three content words). Tool output yields only its error lines (three per output) and
+its results (above). Facts are deduplicated; at most :data:`MAX_FACTS` per call, the latest
+ones (later statements are the current state).
 """
 
 from __future__ import annotations
@@ -51,6 +66,7 @@ __all__ = ["MAX_FACTS", "extract_facts", "offline_extract_response"]
 MAX_FACTS = 20
 _MAX_CHARS = 220  # the prompt's ~200-character facts; a longer sentence is prose, not a fact
 _TOOL_ISSUES = 3  # error lines kept per tool output: a failing suite repeats one cause
+_TOOL_RESULTS = 3  # result lines kept per tool output (a summary, an exit code, ...)
 _REDACTOR = Redactor()
 
 _HEADER_RE = re.compile(r"^\[(user|assistant|system|tool)([^\]\n]{0,80})\] ?")
@@ -176,6 +192,57 @@ _IMPL_RE = re.compile(
     r"\b|\b(?:function|method|class|module|hook|fixture)\s+`?[\w.]+`?\s+(?:in|from|at)\s+\S+"
     r"|\b(?:get|post|put|patch|delete)\s+/[\w/{}:.-]*"
 )
+# Results of test runs, builds and commands (generic across tools, see the module doc).
+_COUNT = r"\d[\d,]*"
+_TEST_WORDS = r"(?:tests?|examples?|specs?|test cases?|doctests?|properties)"
+_TEST_RESULT_RES = (
+    # ExUnit, RSpec, minitest: "297 tests, 11 failures", "1 doctest, 31 tests, 0 failures"
+    re.compile(
+        rf"\b{_COUNT} {_TEST_WORDS}(?:, {_COUNT} [a-z]+)*?, {_COUNT} (?:failures?|errors?)\b"
+    ),
+    # pytest: "3 failed, 297 passed, 2 skipped in 12.34s"
+    re.compile(
+        rf"\b{_COUNT} (?:passed|failed|errors?)\b(?:, {_COUNT} [a-z]+)*,? in \d[\d.]*\s?s\b"
+    ),
+    # jest, vitest: "Tests:       1 failed, 41 passed, 42 total"
+    re.compile(rf"^(?:Tests|Test Suites|Test Files):\s+(?:{_COUNT} [a-z]+,\s*)*{_COUNT} total\b"),
+    # cargo: "test result: FAILED. 3 passed; 1 failed; 0 ignored"
+    re.compile(rf"\btest result: (?:ok|FAILED)\. {_COUNT} passed; {_COUNT} failed\b"),
+    # mocha: "31 passing (2s)", "2 failing"
+    re.compile(rf"^{_COUNT} (?:passing|failing)\b"),
+    # said: "All 386 tests pass", "12 tests failed", "all tests passed"
+    re.compile(
+        rf"(?i:\b{_COUNT} {_TEST_WORDS} (?:(?:all |now )?pass(?:ed|es|ing)?|fail(?:ed|s|ing)?)\b"
+        rf"|\ball (?:the |{_COUNT} )?{_TEST_WORDS} (?:now )?pass(?:ed|es|ing)?\b)"
+    ),
+)
+_FAILED_RE = re.compile(
+    rf"(?i:\b[1-9][\d,]* (?:{_TEST_WORDS} )?(?:failures?|failed|failing|errors?)\b)"
+    r"|\btest result: FAILED\b"
+)
+_EXIT_RE = re.compile(
+    r"(?i:\b(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|exit status"
+    r"|returned non-zero exit status))\s*[:=]?\s*(-?\d{1,3})\b"
+)
+# A dependency resolver's report: mix's "Resolving Hex dependencies..." and its New: /
+# Upgraded: sections, each dependency on a line of its own ("  phoenix 1.7.14",
+# "  plug 1.15.2 => 1.16.0"); cargo's "Adding serde v1.0.188"; pip's "Successfully installed".
+_RESOLVING_RE = re.compile(
+    r"(?i:^\s*(?:resolving\b.*\bdependenc|(?:new|upgraded|updated|changed|unchanged|added"
+    r"|downgraded):\s*$))"
+)
+_VERSION = r"v?\d+\.\d+(?:\.\d+)?(?:[-+][\w.]+)?"
+_DEP_LINE_RE = re.compile(
+    rf"^\s+([A-Za-z][\w.-]*) ({_VERSION})(?:\s+(?:=>|->)\s+({_VERSION}))?\s*$"
+)
+_CARGO_DEP_RE = re.compile(
+    rf"^\s*(?:Adding|Updating|Downgrading|Locking)\s+([A-Za-z][\w.-]*) ({_VERSION})"
+    rf"(?:\s+->\s+({_VERSION}))?\s*$"
+)
+_PIP_INSTALLED_RE = re.compile(r"^Successfully installed ((?:[\w.-]+-\d[\w.+-]* ?)+)$")
+_COMMAND_RE = re.compile(r'"(?:command|cmd)"\s*:\s*"((?:[^"\\\n]|\\.){1,400})')
+_COMMAND_CHARS = 120
+
 _ZH_CUES: dict[FactType, tuple[str, ...]] = {
     FactType.TASK_STATE: tuple(
         "待办 还没 还未 尚未 未完成 完成 下一步 进行中 剩下 修复了 已修复 修好了 解决了 已解决"
@@ -311,6 +378,50 @@ def _has_secret(text: str) -> bool:
     return "[REDACTED" in text or bool(_REDACTOR.redact_with_report(text).hits)
 
 
+def _command_of(line: str) -> str:
+    """The shell command a tool call's arguments name (``"command"`` / ``"cmd"``) on one
+    line, short; ``""`` when they name none."""
+    found = _COMMAND_RE.search(line)
+    if found is None:
+        return ""
+    try:
+        command = str(json.loads(f'"{found.group(1)}"'))
+    except ValueError:  # cut inside an escape: the raw text will do
+        command = found.group(1)
+    shown = " ".join(command.split())
+    if len(shown) > _COMMAND_CHARS:
+        shown = shown[:_COMMAND_CHARS].rstrip() + "…"
+    return shown
+
+
+def _result_fact(text: str, source: str) -> tuple[FactType, str] | None:
+    """A test run's or a command's result in ``text`` (one line or sentence) as a fact whose
+    text names what it is (module doc); ``None`` when it reports none."""
+    text = " ".join(text.strip(" =-*#>\t").split())
+    if not 8 <= len(text) <= _MAX_CHARS or _has_secret(text):
+        return None
+    if any(rx.search(text) for rx in _TEST_RESULT_RES):
+        if _FAILED_RE.search(text):
+            return FactType.ISSUE, f"last test run failed, not all tests passed: {text}{source}"
+        return FactType.TASK_STATE, f"last test run passed, no test failed: {text}{source}"
+    code = _EXIT_RE.search(text)
+    if code is not None and int(code.group(1)) != 0:
+        return FactType.ISSUE, f"last command failed with exit code {code.group(1)}{source}"
+    return None
+
+
+def _dependencies(line: str, resolving: bool) -> list[str]:
+    """``name version`` of each dependency a resolver's output line reports (a bare
+    ``name 1.2.3`` line only inside a resolver's report, ``resolving``)."""
+    if (pip := _PIP_INSTALLED_RE.match(line.strip())) is not None:
+        return [" ".join(p.rsplit("-", 1)) for p in pip.group(1).split()]
+    found = _CARGO_DEP_RE.match(line) or (_DEP_LINE_RE.match(line) if resolving else None)
+    if found is None:
+        return []
+    name, version, new = found.groups()
+    return [f"{name} {new or version}"]
+
+
 def _line_facts(role: str, name: str, line: str) -> list[tuple[FactType, str, str]]:
     """The facts of one prose line: each sentence that classifies."""
     if role == "tool":  # output: only its error lines (the verdict, not the dump)
@@ -323,12 +434,83 @@ def _line_facts(role: str, name: str, line: str) -> list[tuple[FactType, str, st
     if _is_code(line):
         return []
     out = []
+    context = f"said by {role}" if role != "text" else "stated in text"
     for piece in _SENTENCE_RE.split(line):
+        result = _result_fact(_clean(piece), "") if piece.strip() else None
+        if result is not None:
+            out.append((result[0], result[1], context))
+            continue
         candidate = _clean(piece)
         kind = _classify(candidate) if candidate else None
         if kind is not None:
-            out.append((kind, candidate, f"said by {role}" if role != "text" else "stated in text"))
+            out.append((kind, candidate, context))
     return out
+
+
+class _ToolResults:
+    """What one conversation chunk's tool outputs report: results of test runs and commands
+    (at most :data:`_TOOL_RESULTS` per output) and the dependency versions a resolver
+    reported (one fact per output), each naming the command of the tool call it answers."""
+
+    def __init__(self) -> None:
+        self._commands: list[str] = []  # of the calls whose output has not come yet, in order
+        self._call = -1
+        self._output = -1
+        self._command = ""  # of the output being read
+        self._resolving: set[int] = set()
+        self._deps: dict[int, list[str]] = {}
+        self._results: dict[int, int] = {}
+        self.interrupted = False  # something other than a call came after the last call
+
+    def call(self, number: int, line: str) -> None:
+        """A tool call's line: a new call's command is queued (``""``: it names none); the
+        outputs take the commands in order (parallel calls answered in turn). A call after
+        anything but calls (an output, a message) starts a new step: the calls still queued
+        got no output the text shows (an empty one is not rendered), and must not name the
+        next outputs."""
+        if number != self._call:
+            if self.interrupted:
+                self._commands.clear()
+                self.interrupted = False
+            self._call = number
+            self._commands.append("")
+        if not self._commands[-1]:
+            self._commands[-1] = _command_of(line)
+
+    def _source(self, number: int) -> str:
+        if number != self._output:
+            self._output = number
+            self._command = self._commands.pop(0) if self._commands else ""
+        return self._command
+
+    def facts(self, number: int, name: str, line: str) -> list[tuple[str, dict[str, str]]]:
+        """``(key, fact)`` pairs for the output line; a key already seen is updated."""
+        context = f"{name} output" if name else "tool output"
+        source = f" ({self._source(number) or context})"
+        if _RESOLVING_RE.match(line):
+            self._resolving.add(number)
+            return []
+        deps = _dependencies(line, number in self._resolving)
+        if deps:
+            listed = self._deps.setdefault(number, [])
+            for dep in deps:
+                if dep not in listed and len(", ".join([*listed, dep])) <= _MAX_CHARS - 60:
+                    listed.append(dep)
+            content = f"dependency versions resolved{source}: {', '.join(listed)}"
+            fact = {"type": FactType.TASK_STATE.value, "content": content, "context": context}
+            return [(f"\0deps {number}", fact)]
+        if self._results.get(number, 0) >= _TOOL_RESULTS:
+            return []
+        result = _result_fact(line, source)
+        if result is None:
+            return []
+        self._results[number] = self._results.get(number, 0) + 1
+        kind, content = result
+        return [(_fact_key(content), {"type": kind.value, "content": content, "context": context})]
+
+
+def _fact_key(content: str) -> str:
+    return " ".join(re.sub(r"[\W_]+", " ", content.lower()).split())
 
 
 def extract_facts(text: str) -> list[dict[str, str]]:
@@ -343,15 +525,27 @@ def extract_facts(text: str) -> list[dict[str, str]]:
     """
     facts: dict[str, dict[str, str]] = {}
     tool_issues: dict[int, int] = {}
+    tools = _ToolResults()
     for number, role, name, line in _lines(text):
-        if role in ("tool call", "system"):
+        if role == "tool call":
+            tools.call(number, line)
             continue
+        tools.interrupted = True
+        if role == "system":
+            continue
+        if role == "tool":
+            results = tools.facts(number, name, line)
+            for key, fact in results:
+                facts.pop(key, None)  # a repeat (or a longer list) moves to its latest position
+                facts[key] = fact
+            if results:
+                continue
         found = _line_facts(role, name, line)
         if role == "tool":
             found = found[: max(0, _TOOL_ISSUES - tool_issues.get(number, 0))]
             tool_issues[number] = tool_issues.get(number, 0) + len(found)
         for kind, content, context in found:
-            key = " ".join(re.sub(r"[\W_]+", " ", content.lower()).split())
+            key = _fact_key(content)
             facts.pop(key, None)  # a repeat moves to its latest position
             facts[key] = {"type": kind.value, "content": content, "context": context}
     return list(facts.values())[-MAX_FACTS:]

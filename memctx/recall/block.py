@@ -42,11 +42,20 @@ Budget: ``cap = min(hardCapTokens, floor(window * 0.10))``
 (:meth:`~memctx.config.MemoryContextConfig.recall_cap_tokens`). Knowledge gets
 ``knowledge_share`` (30%) of it first; details get the rest, including whatever knowledge
 left unused (no facts: the whole cap). Candidates enter best score first, each kept while
-its cost still fits, otherwise skipped for the next one (a greedy fill). One archived message
-shows at most ``per_source`` chunks, and a detail longer than half the detail budget is cut
-to that length (head kept, marked), so one huge tool output cannot crowd out every other
-hit. The rendered block is then counted whole; while it is over the cap the lowest-scoring
-detail goes, then knowledge, then the block (the seed's ladder). The cap therefore holds for
+its cost still fits, otherwise skipped for the next one (a greedy fill). A candidate is a
+chunk, not a message: the chunks of one long tool output each compete on their own score, so
+the chunk holding "297 tests, 11 failures" or a resolved version is shown even when another
+chunk of the same output scored better (one chunk per message lost such answers on real
+sessions). A message's other chunks compete on their own match with the query, not on the
+lift the search's neighbour smoothing gives them from the best one (:func:`_collapse`), so
+one relevant log does not fill the block with its neighbouring chunks. The chunks of one
+message that are chosen are shown as one item: its label once, adjacent chunks (consecutive
+archive keys) joined without the lines the chunker repeats between them, a gap marker line
+between runs that are not adjacent, the next run's lines still continuation lines of the
+same item. A detail longer than half the detail budget is
+cut to that length (head kept, marked), so one huge chunk cannot crowd out every other hit.
+The rendered block is then counted whole; while it is over the cap the lowest-scoring
+chunk goes, then knowledge, then the block (the seed's ladder). The cap therefore holds for
 the text as sent, framing included.
 """
 
@@ -58,6 +67,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from typing import Any, Literal
 
 from memctx.messages import (
@@ -95,6 +105,9 @@ __all__ = [
 ]
 
 GAP_MARKER = "…"
+# Between two runs of one message's chunks: a gap line, and the next run's first line
+# marked as the same item's continuation.
+_INNER_GAP = f"\n{GAP_MARKER}\n{CONTINUATION}"
 _CUT_MARK = " …[cut]"
 _MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
 _FILL_PASSES = 6  # renders of the block to spend what the cost bounds left free
@@ -167,6 +180,14 @@ class RecallItem:
         session: The session a detail was archived in.
         seq: The detail's position in the archive (the raw store's key), when known: two
             details with consecutive positions are shown without a gap marker.
+        seq_end: The position of the last chunk a shown item holds (``None``: ``seq``).
+        runs: A shown item holding chunks of one message that are not all adjacent: the
+            text of each run of adjacent chunks, shown with a gap marker between them
+            (empty: the item is :attr:`text` alone). :attr:`text` is then the runs joined by
+            ``"\n…\n"``, as :func:`parse_recall_block` reads them back.
+        chunks: The refs of the chunks a shown item holds (empty: just :attr:`ref`).
+        own: The detail's own match with the query, without what its neighbours lend it
+            (the search's vector and keyword parts; ``None``: :attr:`score` is its own).
     """
 
     kind: Literal["knowledge", "detail"]
@@ -178,6 +199,10 @@ class RecallItem:
     source: str = ""
     session: str = ""
     seq: int | None = None
+    seq_end: int | None = None
+    own: float | None = None
+    runs: tuple[str, ...] = ()
+    chunks: tuple[str, ...] = ()
 
     @cached_property
     def day(self) -> str:
@@ -190,6 +215,9 @@ class RecallItem:
         read it several times)."""
         if self.kind == "knowledge":
             return f"- [{safe_label(self.label)}] {quote_text(' '.join(self.text.split()))}"
+        if self.runs:  # the gap marker is memctx's own line: no continuation prefix
+            shown = (indent_continuation(quote_text(compact_text(r))) for r in self.runs)
+            return f"{safe_label(self.label)}: {_INNER_GAP.join(shown)}"
         text = indent_continuation(quote_text(compact_text(self.text)))
         return f"{safe_label(self.label)}: {text}"
 
@@ -197,7 +225,7 @@ class RecallItem:
         """Tokens of :attr:`line`, or a little more: a detail's text is counted before its
         blank lines and trailing spaces are dropped, which only shortens it. Choosing among
         many candidates then costs one count each, not one whitespace pass each."""
-        if self.kind == "knowledge" or "line" in self.__dict__:
+        if self.kind == "knowledge" or self.runs or "line" in self.__dict__:
             return count(self.line)
         return count(self.rough_line)
 
@@ -269,26 +297,114 @@ def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> Reca
     return dataclasses.replace(item, text=head + _CUT_MARK) if head else None
 
 
-def _collapse(details: Sequence[RecallItem], per_source: int) -> list[RecallItem]:
-    """At most ``per_source`` details per source, the best-scoring ones, best first."""
+def _collapse(details: Sequence[RecallItem], per_source: int | None) -> list[RecallItem]:
+    """At most ``per_source`` details per source (``None``: all), best first.
+
+    A message's best chunk competes on its score. Its other chunks compete on their own
+    match with the query (:attr:`RecallItem.own`) when that is lower: the search lifts each
+    chunk by its neighbours' scores, and a chunk's neighbours are mostly its own message's
+    other chunks, so every chunk of a relevant long output would otherwise score like its
+    best one and a single log could fill the block.
+    """
     seen: dict[str, int] = {}
     out = []
     for item in sorted(details, key=_by_score):
         if item.source:
             seen[item.source] = seen.get(item.source, 0) + 1
-            if seen[item.source] > per_source:
+            if per_source is not None and seen[item.source] > per_source:
                 continue
+            if seen[item.source] > 1 and item.own is not None and item.own < item.score:
+                item = dataclasses.replace(item, score=item.own)
         out.append(item)
-    return out
+    return sorted(out, key=_by_score)
+
+
+def _without_overlap(before: str, after: str) -> str:
+    """``after`` without the whole lines it repeats from the end of ``before``.
+
+    The archive's chunker (:func:`memctx.text.chunk_text`) makes consecutive chunks of one
+    message share a few whole lines; shown together, the shared lines would be paid twice.
+    The longest run of ``before``'s last lines that ``after`` opens with is dropped (none
+    when ``after`` does not open with a suffix of whole lines of ``before``, as after a
+    line too long for one chunk, which is cut without overlap).
+    """
+    start = 0
+    while True:  # each line start of ``before``, earliest (the longest suffix) first
+        tail = before[start:]
+        if after.startswith(tail) and (len(after) == len(tail) or after[len(tail)] == "\n"):
+            return after[len(tail) + 1 :]
+        brk = before.find("\n", start)
+        if brk < 0:
+            return after
+        start = brk + 1
+
+
+def _merged(chunks: Sequence[RecallItem]) -> RecallItem:
+    """Chunks of one archived message, in archive order, as one item: its label once, the
+    runs of adjacent chunks joined without their overlap, a gap marker between runs. A
+    chunk cut to the detail share ends its run (what follows its cut is not shown)."""
+    runs: list[str] = []
+    current = chunks[0].text
+    for before, item in pairwise(chunks):
+        if _adjacent(before, item) and not before.text.endswith(_CUT_MARK):
+            rest = _without_overlap(before.text, item.text)
+            current = f"{current}\n{rest}" if rest else current
+        else:
+            runs.append(current)
+            current = item.text
+    runs.append(current)
+    shown = [run for run in map(compact_text, runs) if run] or [""]
+    first = chunks[0]
+    return dataclasses.replace(
+        first,
+        text=f"\n{GAP_MARKER}\n".join(shown),
+        score=max(c.score for c in chunks),
+        seq_end=chunks[-1].seq_end if chunks[-1].seq_end is not None else chunks[-1].seq,
+        runs=tuple(shown) if len(shown) > 1 else (),
+        chunks=tuple(c.ref for c in chunks),
+    )
+
+
+def _shown(
+    details: Sequence[RecallItem], memo: dict[tuple[int, ...], RecallItem] | None = None
+) -> list[RecallItem]:
+    """The chosen details as the block shows them: the chunks of one archived message (one
+    ``source``) as one item (:func:`_merged`), every other detail as it is. ``memo`` keeps
+    merged items by their chunks' identities: a build renders its block several times, and
+    an item made once keeps its rendered line."""
+    by_source: dict[str, list[RecallItem]] = {}
+    out: list[RecallItem] = []
+    for item in sorted(details, key=_in_archive_order):
+        if item.source:
+            by_source.setdefault(item.source, []).append(item)
+        else:
+            out.append(item)
+    for chunks in by_source.values():
+        if len(chunks) == 1:
+            out.append(chunks[0])
+            continue
+        key = tuple(map(id, chunks))
+        merged = memo.get(key) if memo is not None else None
+        if merged is None:
+            merged = _merged(chunks)
+            if memo is not None:
+                memo[key] = merged
+        out.append(merged)
+    return sorted(out, key=_in_archive_order)
+
+
+def _in_archive_order(item: RecallItem) -> tuple[tuple[float, int], str]:
+    return (item.order, item.text)
 
 
 def _render_details(details: Sequence[RecallItem]) -> str:
-    """Details grouped under one header per (session, day), chronological, gaps marked."""
+    """Shown details (:func:`_shown`) grouped under one header per (session, day),
+    chronological, gaps marked."""
     if not details:
         return ""
     sessions = {d.session for d in details}
     groups: dict[tuple[str, str], list[RecallItem]] = {}
-    for item in sorted(details, key=lambda d: (d.order, d.text)):
+    for item in details:
         groups.setdefault((item.session, item.day), []).append(item)
     out: list[str] = []
     for group, items in sorted(groups.items(), key=lambda g: (g[1][0].order, g[0])):
@@ -301,16 +417,22 @@ def _render_details(details: Sequence[RecallItem]) -> str:
 
 
 def _adjacent(before: RecallItem, after: RecallItem) -> bool:
-    return before.seq is not None and after.seq is not None and after.seq - before.seq == 1
+    """Whether ``after`` comes right after ``before`` in the archive (consecutive keys)."""
+    end = before.seq_end if before.seq_end is not None else before.seq
+    return end is not None and after.seq is not None and after.seq - end == 1
 
 
-def _render(knowledge: Sequence[RecallItem], details: Sequence[RecallItem]) -> str:
+def _render(
+    knowledge: Sequence[RecallItem],
+    details: Sequence[RecallItem],
+    memo: dict[tuple[int, ...], RecallItem] | None = None,
+) -> str:
     parts = []
     if knowledge:
         ordered = sorted(knowledge, key=_by_score)
         parts += ["<knowledge>", *(k.line for k in ordered), "</knowledge>"]
     if details:
-        parts += ["<detail>", _render_details(details), "</detail>"]
+        parts += ["<detail>", _render_details(_shown(details, memo)), "</detail>"]
     return recalled_block_text("\n".join(parts))
 
 
@@ -354,7 +476,7 @@ def build_recall_block(
     *,
     knowledge_share: float = 0.3,
     count: Callable[[str], int] = estimate_tokens,
-    per_source: int = 1,
+    per_source: int | None = None,
 ) -> RecallBlock | None:
     """Choose and render what fits; ``None`` when nothing does (or nothing was found).
 
@@ -364,9 +486,9 @@ def build_recall_block(
         cap_tokens: The hard cap for the whole block, framing included.
         knowledge_share: Share of the cap reserved for knowledge first.
         count: Token counter for text (the runtime's estimate or exact counter).
-        per_source: Most chunks of one archived message shown (the best-scoring ones). The
-            chunks of a long tool output overlap and resemble each other, and neighbour
-            smoothing lifts them together: uncollapsed, one file can fill the whole block.
+        per_source: Most chunks of one archived message shown (the best-scoring ones;
+            ``None``: no limit, each chunk competes on its own score). The chunks of one
+            message chosen are shown as one item (:func:`_merged`).
     """
     if cap_tokens <= 0 or not (knowledge or details):
         return None
@@ -386,6 +508,7 @@ def build_recall_block(
     cut = (_cut(d, cut_to, count) for d in _collapse(details, per_source))
     candidates = [d for d in cut if d is not None]
     by_score: list[RecallItem] = []
+    memo: dict[tuple[int, ...], RecallItem] = {}  # merged items, by their chunks
     days: set[tuple[str, str]] = set()
     multi = len({c.session for c in candidates}) > 1
     frame = count("<detail>\n</detail>\n") + 1
@@ -394,17 +517,17 @@ def build_recall_block(
     # rendered block leaves free goes to the next candidates, until nothing more fits.
     for _ in range(_FILL_PASSES):
         before = len(by_score)
-        slack = cap_tokens - count(_render(kept_k, by_score))
+        slack = cap_tokens - count(_render(kept_k, by_score, memo))
         _fill_details(candidates, slack, count, chosen=by_score, days=days, multi=multi)
         if len(by_score) == before:
             break
     by_score.sort(key=_by_score)
     dropped = len(knowledge) - len(kept_k) + len(details) - len(by_score)
     while True:
-        text = _render(kept_k, by_score)
+        text = _render(kept_k, by_score, memo)
         tokens = count(text)
         if tokens <= cap_tokens and (kept_k or by_score):
-            shown = tuple(sorted(by_score, key=lambda d: (d.order, d.text)))
+            shown = tuple(_shown(by_score, memo))
             return RecallBlock(text, tuple(kept_k), shown, tokens, cap_tokens, dropped)
         if by_score:
             by_score.pop()  # the lowest-scoring detail goes first
@@ -467,12 +590,22 @@ def parse_recall_block(text: str) -> list[RecalledEntry]:
             entries[-1] = dataclasses.replace(last, text=unquote_text("\n".join(lines)))
             lines.clear()
 
+    gap = False  # a gap marker was read: inside the open item if a continuation follows
     for number, line in enumerate(body.split("\n") if body else [], start=2):
         if line in ("<knowledge>", "<detail>") and not section and line[1:-1] not in done:
             if done and line == "<knowledge>":
                 raise ValueError(f"line {number}: <knowledge> after <detail>")
             section = line[1:-1]
             continue
+        if section == "detail" and line.startswith(CONTINUATION) and lines:
+            if gap:  # a gap between two runs of one message's chunks
+                lines.append(GAP_MARKER)
+                gap = False
+            lines.append(line[len(CONTINUATION) :])
+            continue
+        if gap:
+            close_detail()
+            gap = False
         if section and line == f"</{section}>":
             close_detail()
             done.append(section)
@@ -482,8 +615,8 @@ def parse_recall_block(text: str) -> list[RecalledEntry]:
             entries.append(RecalledEntry("knowledge", fact[1], unquote_text(fact[2])))
             continue
         if section == "detail":
-            if line.startswith(CONTINUATION) and lines:
-                lines.append(line[len(CONTINUATION) :])
+            if line == GAP_MARKER and lines:
+                gap = True
                 continue
             if _HEADER_RE.fullmatch(line) or line == GAP_MARKER:
                 close_detail()

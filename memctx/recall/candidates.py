@@ -74,6 +74,7 @@ def detail_items(
                     source,
                     segment.session_id,
                     hit.key,
+                    own=params.vector_weight * hit.vector + params.text_weight * hit.text,
                 )
             )
     return out

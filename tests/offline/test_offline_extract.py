@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from pathlib import Path
 
 import pytest
 
@@ -80,7 +81,8 @@ TYPED = [
 def test_sentence_gets_its_type(sentence: str, expected: str) -> None:
     facts = extract_facts(sentence)
     assert [f["type"] for f in facts] == [expected], facts
-    assert facts[0]["content"] in sentence  # the sentence itself, trimmed, not a paraphrase
+    # The sentence itself, trimmed, not a paraphrase (a test run's result says what it is).
+    assert facts[0]["content"].removeprefix("last test run passed, no test failed: ") in sentence
 
 
 NOTHING = [
@@ -282,3 +284,152 @@ def test_response_with_content_blocks() -> None:
             "context": "said by user",
         }
     ]
+
+
+# --- results of test runs, builds and commands ---------------------------------------------
+
+PASSED = "last test run passed, no test failed: "
+FAILED = "last test run failed, not all tests passed: "
+
+
+def _run(command: str, output: str) -> str:
+    lines = output.split("\n")
+    body = "\n".join([f"[tool result: Bash] {lines[0]}", *(f"  {ln}" for ln in lines[1:])])
+    return f'[assistant tool call: Bash] {{"command": "{command}"}}\n{body}'
+
+
+def test_a_test_summary_becomes_a_fact_naming_the_run_and_its_command() -> None:
+    out = "Running ExUnit with seed: 1\n..F..\nFinished in 2.1 seconds\n297 tests, 11 failures"
+    facts = extract_facts(_run("mix test", out))
+    assert facts == [
+        {
+            "type": "issue",
+            "content": f"{FAILED}297 tests, 11 failures (mix test)",
+            "context": "Bash output",
+        }
+    ]
+    passed = extract_facts(_run("mix test test/a_test.exs", "31 tests, 0 failures"))
+    assert [(f["type"], f["content"]) for f in passed] == [
+        ("task_state", f"{PASSED}31 tests, 0 failures (mix test test/a_test.exs)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("===== 3 failed, 297 passed, 2 skipped in 12.34s =====", "issue"),
+        ("======== 42 passed in 0.51s ========", "task_state"),
+        ("Tests:       1 failed, 41 passed, 42 total", "issue"),
+        ("test result: ok. 31 passed; 0 failed; 0 ignored; 0 measured", "task_state"),
+        ("test result: FAILED. 30 passed; 1 failed; 0 ignored", "issue"),
+        ("  2 failing", "issue"),
+        ("120 examples, 0 failures", "task_state"),
+        ("1 doctest, 31 tests, 2 failures, 1 skipped", "issue"),
+    ],
+)
+def test_summary_lines_of_other_test_runners(line: str, kind: str) -> None:
+    facts = extract_facts(_run("run-tests", f"some output\n{line}"))
+    assert [f["type"] for f in facts] == [kind]
+    prefix = FAILED if kind == "issue" else PASSED
+    assert facts[0]["content"].startswith(prefix)
+    assert facts[0]["content"].endswith("(run-tests)")
+
+
+def test_a_non_zero_exit_code_is_an_issue_and_zero_is_nothing() -> None:
+    facts = extract_facts(_run("make build", "compiling\nProcess exited with code 2"))
+    assert [(f["type"], f["content"]) for f in facts] == [
+        ("issue", "last command failed with exit code 2 (make build)")
+    ]
+    assert extract_facts(_run("make build", "compiling\nexit code 0")) == []
+
+
+def test_versions_a_resolver_reports_are_one_fact() -> None:
+    out = (
+        "Resolving Hex dependencies...\nResolution completed in 0.08s\nNew:\n"
+        "  phoenix 1.7.14\n  plug 1.15.2 => 1.16.0\n* Getting phoenix (Hex package)"
+    )
+    facts = extract_facts(_run("mix deps.get", out))
+    assert [(f["type"], f["content"]) for f in facts] == [
+        ("task_state", "dependency versions resolved (mix deps.get): phoenix 1.7.14, plug 1.16.0")
+    ]
+    pip = extract_facts(_run("pip install x", "Successfully installed requests-2.31.0 idna-3.4"))
+    assert pip[0]["content"].endswith(": requests 2.31.0, idna 3.4")
+    cargo = extract_facts(_run("cargo update", "    Updating serde v1.0.187 -> v1.0.188"))
+    assert cargo[0]["content"].endswith(": serde v1.0.188")
+    # A name and a version outside a resolver's report is no dependency.
+    assert extract_facts(_run("cat notes.txt", "notes\n  phoenix 1.7.14")) == []
+
+
+def test_parallel_calls_give_each_output_its_own_command() -> None:
+    text = (
+        '[assistant tool call: Bash] {"command": "mix test"}\n'
+        '[assistant tool call: Read] {"file_path": "a.ex"}\n'
+        '[assistant tool call: Bash] {"command": "npm test"}\n'
+        "[tool result: Bash] 5 tests, 0 failures\n"
+        "[tool result: Read] 31 tests, 0 failures in a comment\n"
+        "[tool result: Bash] Tests:       2 failed, 8 passed, 10 total"
+    )
+    assert [f["content"] for f in extract_facts(text)] == [
+        f"{PASSED}5 tests, 0 failures (mix test)",
+        f"{PASSED}31 tests, 0 failures in a comment (Read output)",
+        f"{FAILED}Tests: 2 failed, 8 passed, 10 total (npm test)",
+    ]
+
+
+def test_a_call_whose_output_is_not_shown_does_not_name_the_next_output() -> None:
+    # An empty output is not rendered: the next step's output must not take its command.
+    text = (
+        '[assistant tool call: Bash] {"command": "mix format"}\n'
+        "[assistant] Formatted; now the tests.\n"
+        '[assistant tool call: Bash] {"command": "mix test"}\n'
+        "[tool result: Bash] 5 tests, 0 failures\n"
+        '[assistant tool call: Bash] {"command": "mix compile"}\n'
+        '[assistant tool call: Bash] {"command": "mix test test/b_test.exs"}\n'
+        "[tool result: Bash] Compiling 3 files (.ex)\n"
+        "[tool result: Bash] 2 tests, 1 failure"
+    )
+    assert [f["content"].rsplit(" (", 1)[1] for f in extract_facts(text)] == [
+        "mix test)",
+        "mix test test/b_test.exs)",
+    ]
+
+
+def test_a_result_said_in_a_message_names_the_run() -> None:
+    facts = extract_facts("[assistant] All **386 tests pass** now.")
+    assert [(f["type"], f["content"]) for f in facts] == [
+        ("task_state", f"{PASSED}All 386 tests pass now")
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[user] Please add tests for the parser before committing.",
+        "[assistant] The tests live in tests/test_api.py and test/spotter_test.exs.",
+        "[user] How many tests failed?",
+        "[assistant] I added 3 tests for the parser.",
+        _run("cat README.md", "We have many tests and 3 test files.\nrun: mix test"),
+        _run("ls", "tests/\ntest_results.xml\nexit_codes.md"),
+    ],
+)
+def test_a_line_that_only_mentions_tests_is_no_result(text: str) -> None:
+    assert not any(f["content"].startswith("last ") for f in extract_facts(text))
+
+
+def test_errors_before_the_summary_do_not_crowd_it_out() -> None:
+    errors = "\n".join(f"FAILED tests/test_{n}.py::test_x - AssertionError" for n in range(6))
+    facts = extract_facts(_run("pytest", f"{errors}\n=== 6 failed, 10 passed in 1.2s ==="))
+    assert f"{FAILED}6 failed, 10 passed in 1.2s (pytest)" in [f["content"] for f in facts]
+
+
+def test_a_question_about_the_last_test_run_finds_the_result(tmp_path: Path) -> None:
+    # The knowledge store's own keyword search: the question shares no word with the numbers.
+    from memctx.store import FactType, KnowledgeStore, NewFact
+    from memctx.text import Redactor
+
+    store = KnowledgeStore(tmp_path, redactor=Redactor())
+    for fact in extract_facts(_run("mix test", "Finished in 2.1 seconds\n297 tests, 11 failures")):
+        store.ingest(NewFact(FactType(fact["type"]), fact["content"], fact["context"]))
+    for question in ("What was the last test run?", "Did the tests pass?", "Did any test fail?"):
+        found = [f.content for f, _ in store.search(question)]
+        assert any("297 tests, 11 failures" in text for text in found), question

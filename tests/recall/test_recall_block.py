@@ -15,6 +15,7 @@ from memctx.recall.block import (
     compact_text,
     recall_message,
 )
+from memctx.text import chunk_text
 from tests.strategies import examples
 
 T0 = 1_770_724_260.0  # 2026-02-10 11:51 UTC
@@ -250,31 +251,141 @@ def test_ties_are_broken_by_archive_order_never_by_the_random_id() -> None:
     assert "first" in squeezed and "third" not in squeezed  # the later tie is dropped first
 
 
-def test_chunks_of_one_message_take_one_slot_unless_asked_for_more() -> None:
-    # Three overlapping chunks of one log outscore two other messages; collapsed, the best
-    # chunk stands for its message and the others get the room.
-    log = [
+def _log_chunks(
+    text: str, scores: list[float], first_seq: int = 10, owns: list[float] | None = None
+) -> list[RecallItem]:
+    """``text`` chunked as the archive chunks it, one detail per chunk (consecutive keys)."""
+    pieces = chunk_text(text, 120)
+    assert len(pieces) == len(scores), len(pieces)
+    return [
         RecallItem(
             "detail",
-            f"log part {n} " * 30,
-            0.9 - n / 100,
-            "tool",
-            f"s{n}",
-            (1.0, n),
-            "s1|1.0|7|tool",
+            piece,
+            score,
+            "tool bash",
+            f"c{n}",
+            (T0, first_seq + n),
+            "s1|7|tool",
+            "s1",
+            first_seq + n,
+            own=owns[n] if owns else None,
         )
-        for n in range(3)
+        for n, (piece, score) in enumerate(zip(pieces, scores, strict=True))
     ]
-    others = [detail("the webhook lives in src/pay/hook.py", 0.5), detail("port 8743", 0.4)]
-    block = build_recall_block([], [*log, *others], 2000)
+
+
+LOG = "\n".join(f"line {n:03d} compiling module_{n}.ex ok" for n in range(40))
+
+
+def test_chunks_of_one_message_compete_on_their_own_scores() -> None:
+    # The second and fourth chunk of one output outscore another message: both are shown
+    # with it; the low-scoring chunks have no room left.
+    log = _log_chunks(LOG, [0.2, 0.9, 0.1, 0.8, 0.1])
+    other = detail("the webhook lives in src/pay/hook.py", 0.5)
+    block = build_recall_block([], [*log, other], 350)
+    assert block is not None and block.tokens <= 350
+    assert [d.chunks or (d.ref,) for d in block.details] == [(other.ref,), ("c1", "c3")]
+    # One item for the message: its label once, a gap marker between its two runs.
+    assert block.text.count("tool bash: ") == 1
+    assert f"\n{GAP_MARKER}\n  line 024" in block.details[1].line
+    assert block.details[1].runs == (compact_text(log[1].text), compact_text(log[3].text))
+    # Asked for one chunk per message, the best one stands for it.
+    one = build_recall_block([], [*log, other], 350, per_source=1)
+    assert one is not None
+    assert [d.ref for d in one.details if d.source] == ["c1"] and not one.details[0].chunks
+
+
+def test_a_chunk_lifted_only_by_its_neighbours_does_not_crowd_out_another_message() -> None:
+    # The search lifts every chunk of a relevant log by its neighbours: the other chunks
+    # score like the best one but match the query little themselves. They compete on their
+    # own match, so the other message gets the room.
+    log = _log_chunks(LOG, [0.9, 0.85, 0.85, 0.85, 0.85], owns=[0.95, 0.1, 0.1, 0.1, 0.1])
+    other = detail("the cache is Redis 7.2", 0.5)
+    block = build_recall_block([], [*log, other], 200)
     assert block is not None
-    assert [d.ref for d in block.details if d.source] == ["s0"]
-    assert "src/pay/hook.py" in block.text and "port 8743" in block.text
-    roomy = build_recall_block([], [*log, *others], 2000, per_source=3)
-    assert roomy is not None and "log part 2" in roomy.text
-    # No source (segments without a turn): each is its own.
-    loose = [RecallItem("detail", f"note {n}", 0.5, "x", f"n{n}") for n in range(3)]
-    assert len(build_recall_block([], loose, 2000).details) == 3  # type: ignore[union-attr]
+    assert [d.chunks or (d.ref,) for d in block.details] == [(other.ref,), ("c0",)]
+    # With room for the next chunk too: the one that matches on its own enters on its score
+    # (before the shorter last chunk), the one lifted by its neighbours does not.
+    weak = build_recall_block([], [*log, other], 300)
+    strong_log = _log_chunks(LOG, [0.9, 0.85, 0.85, 0.85, 0.85], owns=[0.95, 0.9, 0.1, 0.1, 0.1])
+    strong = build_recall_block([], [*strong_log, other], 300)
+    assert weak is not None and strong is not None
+    assert "c1" not in weak.details[1].chunks
+    assert [d.chunks or (d.ref,) for d in strong.details] == [(other.ref,), ("c0", "c1")]
+
+
+def test_adjacent_chunks_are_merged_without_their_overlap() -> None:
+    log = _log_chunks(LOG, [0.9, 0.9, 0.9, 0.9, 0.9])
+    block = build_recall_block([], log, 4000)
+    assert block is not None
+    (item,) = block.details
+    assert item.chunks == ("c0", "c1", "c2", "c3", "c4") and not item.runs
+    # The whole output once, each line once, in order: the overlap is not repeated.
+    assert compact_text(item.text) == LOG
+    assert block.text.count("line 017 ") == 1
+    assert block.text.count("tool bash: ") == 1
+    assert (item.seq, item.seq_end) == (10, 14)
+
+
+def test_a_merged_item_is_adjacent_to_the_message_after_it() -> None:
+    log = _log_chunks(LOG, [0.9, 0.9, 0.1, 0.1, 0.9])
+    after = RecallItem("detail", "next message", 0.8, "assistant", "n", (T0, 15), "", "s1", 15)
+    block = build_recall_block([], [*log, after], 400)
+    assert block is not None
+    assert [d.chunks or (d.ref,) for d in block.details] == [("c0", "c1", "c4"), ("n",)]
+    section = block.text.split("<detail>\n", 1)[1]
+    # A gap inside the message (chunks 2-3 left out), none between its last chunk and the
+    # next message.
+    assert section.count(GAP_MARKER) == 1
+    assert "module_39.ex ok\nassistant: next message" in section
+
+
+def test_merged_items_parse_back_and_respect_the_cap() -> None:
+    from memctx.recall import parse_recall_block
+
+    log = _log_chunks(LOG, [0.9, 0.3, 0.8, 0.2, 0.7])
+    for cap in (120, 250, 400, 4000):
+        block = build_recall_block([], log, cap)
+        if block is None:
+            continue
+        assert estimate_tokens(block.text) <= cap
+        entries = parse_recall_block(block.text)
+        assert [(e.label, e.text) for e in entries] == [
+            ("tool bash", compact_text(d.text)) for d in block.details
+        ]
+        for item in block.details:
+            for run in item.text.split(f"\n{GAP_MARKER}\n"):
+                assert run.removesuffix(" …[cut]") in LOG
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab …\n<x", max_size=30), min_size=1, max_size=60),
+    scores=st.lists(st.floats(0, 1), min_size=1, max_size=40),
+    cap=st.integers(30, 3000),
+)
+def test_property_chunks_of_one_message_show_its_text_once_in_order(
+    lines: list[str], scores: list[float], cap: int
+) -> None:
+    text = "\n".join(lines)
+    pieces = chunk_text(text, 20)
+    items = [
+        RecallItem("detail", p, scores[n % len(scores)], "tool sh", f"c{n}", (T0, n), "m", "s", n)
+        for n, p in enumerate(pieces)
+    ]
+    block = build_recall_block([], items, cap)
+    if block is None:
+        return
+    assert estimate_tokens(block.text) <= cap
+    assert len(block.details) == 1 and block.text.count("tool sh: ") == 1
+    (item,) = block.details
+    whole = compact_text(text)
+    at = 0
+    for run in item.runs or (item.text,):  # every run is a stretch of the text, in order
+        run = compact_text(run).removesuffix(" …[cut]")
+        found = whole.find(run, at)
+        assert found >= 0
+        at = found + len(run)
 
 
 def test_before_request_never_parts_a_tool_call_from_its_result() -> None:

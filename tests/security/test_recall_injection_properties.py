@@ -98,19 +98,25 @@ def test_a_label_is_one_line_without_markup(name: str) -> None:
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     facts=st.lists(st.tuples(TEXT.filter(str.split), LABELS), max_size=4),
-    details=st.lists(st.tuples(TEXT, LABELS, st.integers(0, 3), st.sampled_from("ab")), max_size=8),
+    details=st.lists(
+        st.tuples(
+            TEXT, LABELS, st.integers(0, 3), st.sampled_from("ab"), st.sampled_from(["", "m"])
+        ),
+        max_size=8,
+    ),
     cap=st.integers(60, 1500),
 )
 def test_any_archived_text_parses_back_into_the_items_shown(
-    facts: list[tuple[str, str]], details: list[tuple[str, str, int, str]], cap: int
+    facts: list[tuple[str, str]], details: list[tuple[str, str, int, str, str]], cap: int
 ) -> None:
+    # Details with source "m" are chunks of one archived message, shown as one item.
     knowledge = [
         RecallItem("knowledge", text, 1.0 - i / 10, label, f"f{i}", (float(i), 0))
         for i, (text, label) in enumerate(facts)
     ]
     items = [
-        RecallItem("detail", text, 1.0 - i / 100, label, f"d{i}", (day * 86400.0, i), "", sess, i)
-        for i, (text, label, day, sess) in enumerate(details)
+        RecallItem("detail", text, 1.0 - i / 100, label, f"d{i}", (day * 86400.0, i), src, sess, i)
+        for i, (text, label, day, sess, src) in enumerate(details)
     ]
     block = build_recall_block(knowledge, items, cap)
     if block is None:
@@ -125,6 +131,14 @@ def test_any_archived_text_parses_back_into_the_items_shown(
     assert got == sorted((safe_label(d.label), compact_text(d.text)) for d in block.details)
     originals = {item.ref: item.text for item in items}
     for shown in block.details:  # each shown text is the archived one, or its head, cut
+        if shown.chunks:  # several chunks: each line shown is a line of one of them
+            parts = {ln for ref in shown.chunks for ln in compact_text(originals[ref]).split("\n")}
+            shown_lines = [ln.removesuffix(_CUT) for ln in shown.text.split("\n")]
+            assert all(
+                ln in parts or ln == "…" or ln.strip() == "" or any(p.startswith(ln) for p in parts)
+                for ln in shown_lines
+            )
+            continue
         whole = compact_text(originals[shown.ref])
         assert shown.text == originals[shown.ref] or (
             shown.text.endswith(_CUT) and whole.startswith(shown.text[: -len(_CUT)])
