@@ -18,9 +18,9 @@ same :func:`memctx.integrations.run_hook`. ``--compare`` also prints the rows of
 ``memctx eval --suite claude-code`` for the same sessions (``compare_compactions``: the
 summary, summary + recall, recall at the summary's tokens) for the acceptance line.
 
-Measured on this revision (hash embeddings, the defaults): 107/146 probes (73.3 %) in
-``additionalContext`` (blocks of 9,567-9,665 characters on average, at most 10,000);
-``memctx recall at the summary's tokens`` 116/146 (79.5 %, ~4,000-5,200 tokens, one store
+Measured on this revision (hash embeddings, the defaults): 115/146 probes (78.8 %) in
+``additionalContext`` (blocks of 9,664-9,729 characters on average, at most 10,000);
+``memctx recall at the summary's tokens`` 122/146 (83.6 %, ~4,000-5,200 tokens, one store
 per session), the summary alone 62/146 (42.5 %).
 """
 
