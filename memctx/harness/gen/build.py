@@ -164,11 +164,13 @@ class _Assembler:
             )
             self.slots.append((fi, "code"))
         else:
-            bank = (
-                (STATEMENTS_ZH if zh else STATEMENTS_EN)[fact.topic.kind]
-                if first
-                else (REVISIONS_ZH if zh else REVISIONS_EN)
-            )
+            if first:
+                bank = (
+                    fact.topic.statements
+                    or (STATEMENTS_ZH if zh else STATEMENTS_EN)[fact.topic.kind]
+                )
+            else:
+                bank = fact.topic.revisions or (REVISIONS_ZH if zh else REVISIONS_EN)
             subj = rng.choice(fact.topic.subj_zh if zh else fact.topic.subj)
             form = "zh" if zh else "text"
             text = _fill(rng.choice(bank), subj, f"\x00{slot}:{form}\x00")

@@ -21,10 +21,12 @@ from ..scenario import FORMATS
 from .build import FactPlan, Plan, PlantEv, ProbeEv
 from .project import STACKS, make_project
 from .topics import TOPICS, Topic
+from .worktopics import RULE_TOPICS, TASK_TOPICS
 
-__all__ = ["SUITES", "suite_plans"]
+__all__ = ["DEFAULT_SUITES", "SUITES", "suite_plans"]
 
-SUITES: tuple[str, ...] = (
+# The suites `memctx eval` plays when none is named (the committed baseline's).
+DEFAULT_SUITES: tuple[str, ...] = (
     "needle",
     "supersede",
     "paraphrase",
@@ -35,12 +37,22 @@ SUITES: tuple[str, ...] = (
     "long-haul",
     "cross-session",
 )
+# Every suite the generator makes: the defaults, then the suites probing the agent's working
+# state (:mod:`~memctx.harness.gen.worktopics`), played when named until a baseline holds them.
+SUITES: tuple[str, ...] = (*DEFAULT_SUITES, "rules", "task-state")
 
 _BASE_TOKENS = 80_000
 _BASE_WINDOW = 24_000
 _BASE_FACTS = 11
 _LONG_TOKENS = 1_050_000
 _LONG_WINDOW = 200_000
+# The working-state suites play sessions of 112,000 tokens (each rule or todo item is stated
+# in a work turn of its own, and a dozen of them, some restated, fill the first half) at a
+# 16,000-token window, so a session compacts several times between a rule or a todo item
+# and the questions about it.
+_STATE_TOKENS = 112_000
+_STATE_WINDOW = 16_000
+_STATE_FACTS = 12
 
 
 def _factor(scale: float) -> float:
@@ -141,6 +153,47 @@ def _cross(rng: random.Random, n_facts: int, sessions: int) -> list[FactPlan]:
     return facts
 
 
+def _late_probes(
+    rng: random.Random, at: float, late: float, tags: tuple[str, ...]
+) -> list[ProbeEv]:
+    """Two probes well after ``at`` (two windows or more when the session allows it)."""
+    return [
+        ProbeEv(0, rng.uniform(min(0.97, at + late), 0.99), style, tags)
+        for style in ("q", rng.choice(("q", "q", "para")))
+    ]
+
+
+def _rules(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
+    """Rules laid down early (by the user, or in the contributing notes the agent reads),
+    some revised by the user later; probed after several compactions."""
+    facts = []
+    for topic in _topics(rng, n_facts, pool=list(RULE_TOPICS)):
+        at = rng.uniform(0.02, 0.2)
+        plants = [PlantEv(0, at, rng.choices(("user", "tool", "assistant"), (6, 3, 1))[0])]
+        revised = rng.random() < 0.4
+        if revised:
+            at = rng.uniform(max(at + 0.08, 0.25), 0.45)
+            plants.append(PlantEv(0, at, "user"))
+        tags = ("revised",) if revised else ("standing",)
+        facts.append(FactPlan(topic, "en", plants, _late_probes(rng, at, 2 * late, tags)))
+    return facts
+
+
+def _tasks(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
+    """Todo items stated open; about half ticked off later; asked about long after."""
+    facts = []
+    for topic in _topics(rng, n_facts, pool=list(TASK_TOPICS)):
+        at = rng.uniform(0.03, 0.45)
+        plants = [PlantEv(0, at, _carrier(rng, (0.6, 0.4, 0.0)))]
+        done = rng.random() < 0.5
+        if done:
+            at = min(0.75, at + rng.uniform(0.1, 0.35))
+            plants.append(PlantEv(0, at, _carrier(rng, (0.3, 0.7, 0.0))))
+        tags = ("done",) if done else ("open",)
+        facts.append(FactPlan(topic, "en", plants, _late_probes(rng, at, late, tags)))
+    return facts
+
+
 def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
     """The plan of every scenario of ``suite`` (see the module docstring for sizes)."""
     f = _factor(scale)
@@ -196,6 +249,13 @@ def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
             window = max(8_000, round(_LONG_WINDOW * targets[0] / _LONG_TOKENS / 1000) * 1000)
             facts = _long_haul(rng, max(4, round(20 * min(1.0, scale))), window * 1.1 / targets[0])
             options = {"heavy": 0.15, "filler_secrets": 0.03, "zh_share": 0.08}
+        elif suite in ("rules", "task-state"):
+            window = max(8_000, round(_STATE_WINDOW * f / 1000) * 1000)
+            targets = [round(_STATE_TOKENS * f)]
+            n_state = max(4, round(_STATE_FACTS * f))
+            late = window * 1.15 / targets[0]
+            planner = _rules if suite == "rules" else _tasks
+            facts = planner(rng, n_state, late)
         elif suite == "cross-session":
             n_sessions = rng.choice((2, 3, 3, 4)) if f >= 1 else 2
             window = max(8_000, round(10_000 * f / 1000) * 1000)
