@@ -102,7 +102,7 @@ def _tool_outputs(m: dict[str, Any]) -> list[str]:
 
 
 def test_suite_names_and_unknown_suite() -> None:
-    assert (*DEFAULT_SUITES, "rules", "task-state") == SUITES
+    assert (*DEFAULT_SUITES, "rules", "task-state", "artifacts") == SUITES
     assert DEFAULT_SUITES == (
         "needle",
         "supersede",
@@ -114,7 +114,7 @@ def test_suite_names_and_unknown_suite() -> None:
         "long-haul",
         "cross-session",
     )
-    with pytest.raises(ValueError, match=r"needle.*cross-session.*task-state"):
+    with pytest.raises(ValueError, match=r"needle.*cross-session.*task-state.*artifacts"):
         generate_suite("haystack")
     with pytest.raises(ValueError, match="scale"):
         generate_suite("needle", scale=0)
@@ -367,7 +367,7 @@ def test_full_scale_sizes() -> None:
     stats = {suite: suite_stats(generate_suite(suite, scale=1.0)) for suite in SUITES}
     probes = sum(s["probes"] for s in stats.values())
     tokens = sum(s["tokens"] for s in stats.values())
-    assert 450 <= probes <= 650 and tokens <= 3_200_000
+    assert 500 <= probes <= 700 and tokens <= 3_500_000
     for suite, s in stats.items():
         assert 30 <= s["probes"] <= 60, (suite, s)
 
@@ -375,7 +375,7 @@ def test_full_scale_sizes() -> None:
 def test_every_fact_kind_is_probed(full: dict[str, list[Scenario]]) -> None:
     kinds = {p.kind for suite in DEFAULT_SUITES for s in full[suite] for p in s.probes}
     assert kinds == set(FACT_KINDS)
-    assert {p.kind for s in _all(full) for p in s.probes} - kinds == {"rule", "task"}
+    assert {p.kind for s in _all(full) for p in s.probes} - kinds == {"rule", "task", "artifact"}
     late = [("late" in p.tags) for s in _all(full) for p in s.probes]
     assert sum(late) > 0.6 * len(late)
 

@@ -1,4 +1,4 @@
-"""The suites that probe the agent's working state: ``rules`` and ``task-state``.
+"""The suites that probe the agent's working state: ``rules``, ``task-state``, ``artifacts``.
 
 Checked independently of the generator's own checker: sizes, probe kinds and their variants
 (a rule revised or standing, a todo item done or open), answers only where they were stated,
@@ -8,7 +8,9 @@ superseded values only before, and questions asked windows after the statement.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,8 @@ from memctx.harness.scenario import Scenario, dump_scenarios
 from memctx.messages.anatomy import token_text
 
 STATE_SUITES = {"rules": ("rule", "revised", "standing"), "task-state": ("task", "done", "open")}
+ALL_STATE = [*STATE_SUITES, "artifacts"]
+_ARTIFACT_EVENTS = ("renamed", "created", "deleted", "modified")
 
 
 def norm(text: str) -> str:
@@ -31,7 +35,7 @@ def norm(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def full() -> dict[str, list[Scenario]]:
-    return {suite: generate_suite(suite, seed=0, scale=1.0) for suite in STATE_SUITES}
+    return {suite: generate_suite(suite, seed=0, scale=1.0) for suite in ALL_STATE}
 
 
 def _texts(scenario: Scenario) -> list[tuple[str, str]]:
@@ -42,7 +46,7 @@ def _texts(scenario: Scenario) -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize("suite", list(STATE_SUITES))
+@pytest.mark.parametrize("suite", ALL_STATE)
 def test_seeded_and_deterministic(suite: str, tmp_path: Path) -> None:
     a = dump_scenarios(generate_suite(suite, seed=5, scale=0.15), tmp_path / "a.jsonl.gz")
     b = dump_scenarios(generate_suite(suite, seed=5, scale=0.15), tmp_path / "b.jsonl.gz")
@@ -67,7 +71,7 @@ def test_forty_probes_of_the_suites_kind_in_both_variants(
     assert len({p.question for p in probes}) > len(probes) // 2
 
 
-@pytest.mark.parametrize("suite", list(STATE_SUITES))
+@pytest.mark.parametrize("suite", ALL_STATE)
 def test_answers_only_where_stated_and_superseded_values_only_before(
     full: dict[str, list[Scenario]], suite: str
 ) -> None:
@@ -137,3 +141,27 @@ def test_eval_plays_the_default_suites_unless_the_state_suites_are_named(
     quick = load_suite_scenarios(EvalOptions(quick=True, suites=("task-state",)))
     assert list(quick) == ["task-state"]
     assert "rules" not in DEFAULT_SUITES and "task-state" not in DEFAULT_SUITES
+
+
+def _has_call(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return bool(message.get("tool_calls")) or any(b.get("type") == "tool_use" for b in blocks)
+
+
+def test_artifacts_are_told_by_the_tool_call_alone(full: dict[str, list[Scenario]]) -> None:
+    probes = [(s, p) for s in full["artifacts"] for p in s.probes]
+    assert len(probes) >= 40 and {p.kind for _, p in probes} == {"artifact"}
+    what = Counter(t for _, p in probes for t in p.tags if t in _ARTIFACT_EVENTS)
+    assert set(what) == set(_ARTIFACT_EVENTS) and min(what.values()) >= 5, what
+    formats = set()
+    for scenario, p in probes:
+        formats.add(scenario.format)
+        assert len(p.evidence) == 1 and "tool-call" in p.tags and not p.stale
+        session, _, index = p.evidence[0].rpartition(":")
+        messages = scenario.session(session).messages
+        # The value is in the call's input; its result (the next message) does not repeat it.
+        assert _has_call(messages[int(index)]), p.id
+        result = norm(token_text(messages[int(index) + 1]))
+        assert not any(norm(a) in result for a in p.answers), p.id
+    assert formats == {"openai", "anthropic"}

@@ -21,7 +21,7 @@ from ..scenario import FORMATS
 from .build import FactPlan, Plan, PlantEv, ProbeEv
 from .project import STACKS, make_project
 from .topics import TOPICS, Topic
-from .worktopics import RULE_TOPICS, TASK_TOPICS
+from .worktopics import ARTIFACT_TOPICS, RULE_TOPICS, TASK_TOPICS
 
 __all__ = ["DEFAULT_SUITES", "SUITES", "suite_plans"]
 
@@ -39,7 +39,7 @@ DEFAULT_SUITES: tuple[str, ...] = (
 )
 # Every suite the generator makes: the defaults, then the suites probing the agent's working
 # state (:mod:`~memctx.harness.gen.worktopics`), played when named until a baseline holds them.
-SUITES: tuple[str, ...] = (*DEFAULT_SUITES, "rules", "task-state")
+SUITES: tuple[str, ...] = (*DEFAULT_SUITES, "rules", "task-state", "artifacts")
 
 _BASE_TOKENS = 80_000
 _BASE_WINDOW = 24_000
@@ -194,6 +194,19 @@ def _tasks(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
     return facts
 
 
+def _artifacts(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
+    """Files renamed, created, deleted or edited by a tool call during the work; asked about
+    long after (the probe's tag says what happened to the file)."""
+    facts = []
+    for topic in _topics(rng, n_facts, pool=list(ARTIFACT_TOPICS)):
+        at = rng.uniform(0.03, 0.6)
+        what = (topic.key.split("-")[1],)
+        facts.append(
+            FactPlan(topic, "en", [PlantEv(0, at, "call")], _late_probes(rng, at, late, what))
+        )
+    return facts
+
+
 def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
     """The plan of every scenario of ``suite`` (see the module docstring for sizes)."""
     f = _factor(scale)
@@ -249,12 +262,12 @@ def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
             window = max(8_000, round(_LONG_WINDOW * targets[0] / _LONG_TOKENS / 1000) * 1000)
             facts = _long_haul(rng, max(4, round(20 * min(1.0, scale))), window * 1.1 / targets[0])
             options = {"heavy": 0.15, "filler_secrets": 0.03, "zh_share": 0.08}
-        elif suite in ("rules", "task-state"):
+        elif suite in ("rules", "task-state", "artifacts"):
             window = max(8_000, round(_STATE_WINDOW * f / 1000) * 1000)
             targets = [round(_STATE_TOKENS * f)]
             n_state = max(4, round(_STATE_FACTS * f))
             late = window * 1.15 / targets[0]
-            planner = _rules if suite == "rules" else _tasks
+            planner = {"rules": _rules, "task-state": _tasks, "artifacts": _artifacts}[suite]
             facts = planner(rng, n_state, late)
         elif suite == "cross-session":
             n_sessions = rng.choice((2, 3, 3, 4)) if f >= 1 else 2

@@ -1,4 +1,4 @@
-"""Topics about the agent's own working state: the rules it was given and its todo items.
+"""Topics about the agent's own working state: its rules, its todo items, the files it touched.
 
 The fact topics of :mod:`~memctx.harness.gen.topics` are about the project (a port, a
 library, a root cause). The complaints most often filed against agent compaction are about
@@ -12,6 +12,9 @@ redone. These topics plant that state with the same machinery, so the same invar
 - :data:`TASK_TOPICS` (kind ``task``): a todo item, first stated open (blocked until some
   change lands), and for some items later ticked off (merged in another change); the probe
   asks whether it is done and expects the latest status's change reference.
+- :data:`ARTIFACT_TOPICS` (kind ``artifact``): a file renamed, created, deleted or edited,
+  stated only by the tool call that did it (its input; the output does not repeat it); the
+  probe asks for the new name, the new file, the deleted file or the new content.
 
 Values are drawn from the generator's rare words and number ranges filler never uses, so
 each is distinctive; the builder still redraws one that collides with anything else.
@@ -22,9 +25,9 @@ from __future__ import annotations
 import random
 
 from .topics import Topic
-from .values import RARE, Draw, Value
+from .values import RARE, SOURCE_EXT, Draw, Value
 
-__all__ = ["RULE_TOPICS", "TASK_TOPICS"]
+__all__ = ["ARTIFACT_TOPICS", "RULE_TOPICS", "TASK_TOPICS"]
 
 
 def _value(text: str, *aliases: str) -> Value:
@@ -346,3 +349,125 @@ TASK_TOPICS: tuple[Topic, ...] = (
     _task("email-templates", "the email template refactor", "refactoring the email templates"),
     _task("sso-callback", "the SSO callback fix", "fixing the SSO callback"),
 )
+
+
+def _path(dir_: str, stem: str, ext: str | None = None) -> Draw:
+    """A new file's path: ``dir_/<rare word>_stem.ext`` (``ext`` None: the project's)."""
+
+    def draw(rng: random.Random, lang: str) -> Value:
+        suffix = SOURCE_EXT.get(lang, "py") if ext is None else ext
+        name = f"{_rare(rng)}_{stem}.{suffix}"
+        return _value(f"{dir_}/{name}", name)
+
+    return draw
+
+
+def _token(form: str) -> Draw:
+    """A new setting's value: ``form`` with ``{w}`` a rare word, ``{n}`` a 3-digit number."""
+
+    def draw(rng: random.Random, _lang: str) -> Value:
+        return _value(form.replace("{w}", _rare(rng)).replace("{n}", str(rng.randint(103, 989))))
+
+    return draw
+
+
+_HEREDOC = "cat > {code} <<'EOF'\n"
+
+
+def _artifact(
+    key: str,
+    draw: Draw,
+    subj: str,
+    q: tuple[str, ...],
+    para: str,
+    calls: tuple[dict[str, str], ...],
+) -> Topic:
+    return Topic(
+        f"artifact-{key}", "artifact", draw, (subj,), (), q, (para,),
+        (f"{key.split('-', 1)[1].replace('-', ' ')}?",), (), (), {}, calls=calls,
+    )  # fmt: skip
+
+
+# Each topic is one file's story, told by the tool call that changed it (the call's output
+# does not repeat the value): its key's first word is what happened to the file.
+ARTIFACT_TOPICS: tuple[Topic, ...] = (
+    _artifact("renamed-retry-helpers", _path("src/retries", "retry_helpers"),
+              "the retry helpers module",
+              ("What did we rename the retry helpers module to?",
+               "Where does the retry helpers module live after the rename?"),
+              "Under which new name can I find the code that used to be the retry helpers?",
+              ({"op": "bash", "command": "git mv src/retry_helpers.{ext} {code}"},)),
+    _artifact("renamed-payment-client", _path("src/payments", "client"),
+              "the legacy payment client",
+              ("What was the legacy payment client file renamed to?",
+               "Which file did the legacy payment client become?"),
+              "The old module that talked to the payment processor: what is it called now?",
+              ({"op": "bash", "command": "git mv lib/legacy_payments.{ext} {code}"},)),
+    _artifact("renamed-settings-loader", _path("src/config", "settings"),
+              "the old settings loader",
+              ("What is the settings loader file called after we renamed it?",
+               "Which path did the settings loader move to?"),
+              "After the move, where is the code that reads our configuration at startup?",
+              ({"op": "bash", "command": "git mv src/load_settings.{ext} {code}"},)),
+    _artifact("created-webhook-fixture", _path("tests/fixtures", "webhook_payload", "json"),
+              "the fixture file for the webhook tests",
+              ("Which fixture file did we add for the webhook tests?",
+               "What's the path of the new webhook test fixture?"),
+              "Where is the sample notification body the callback tests load?",
+              ({"op": "bash",
+                "command": _HEREDOC + '{"event": "payout.settled", "attempt": 1}\nEOF'},)),
+    _artifact("created-migration", _path("migrations", "add_index", "sql"),
+              "the migration we added",
+              ("Which migration file did we create?", "What's the new migration's file name?"),
+              "Which schema-change script did we write for the new index?",
+              ({"op": "bash",
+                "command": _HEREDOC + "CREATE INDEX CONCURRENTLY ON orders (created_at);\nEOF"},)),
+    _artifact("created-healthcheck", _path("scripts", "healthcheck", "sh"),
+              "the new health-check script",
+              ("What's the path of the health-check script we created?",
+               "Which script did we add for health checks?"),
+              "Which new shell file probes whether the service is alive?",
+              ({"op": "bash",
+                "command": _HEREDOC + "#!/bin/sh\ncurl -fsS localhost/healthz\nEOF"},)),
+    _artifact("deleted-flag-shim", _path("src/flags", "shim"),
+              "the dead feature-flag shim",
+              ("Which feature-flag shim file did we delete?",
+               "What was the path of the flag shim we removed?"),
+              "Which leftover toggle adapter got removed from the tree?",
+              ({"op": "bash", "command": "git rm -q {code}"},)),
+    _artifact("deleted-test-helper", _path("tests/helpers", "duplicate"),
+              "the duplicate test helper",
+              ("Which duplicate test helper did we delete?",
+               "What file did we remove from the test helpers?"),
+              "Which redundant testing utility is gone now?",
+              ({"op": "bash", "command": "git rm -q {code}"},)),
+    _artifact("deleted-dockerfile", _path("docker", "Dockerfile", "old"),
+              "the unused Dockerfile variant",
+              ("Which Dockerfile variant did we delete?", "What Dockerfile did we remove?"),
+              "Which container build recipe was thrown away as unused?",
+              ({"op": "bash", "command": "git rm -q {code}"},)),
+    _artifact("modified-ci-runner", _token("{w}-runner-8core"), "the CI workflow",
+              ("What did we change in the CI workflow?",
+               "Which runner does the CI workflow use after our edit?"),
+              "What did we switch the pipeline machines to in the workflow file?",
+              ({"op": "edit", "path": ".github/workflows/ci.yml",
+                "old": "runs-on: ubuntu-latest", "new": "runs-on: {code}"},)),
+    _artifact("modified-body-size", _token("{n}m"), "the nginx config",
+              ("What did we change in the nginx config?",
+               "What request body limit did we set in the nginx config?"),
+              "How large may an upload be now, per the proxy settings we edited?",
+              ({"op": "edit", "path": "deploy/nginx.conf",
+                "old": "client_max_body_size 10m;", "new": "client_max_body_size {code};"},)),
+    _artifact("modified-log-format", _token("{w}_json"), "the logging config",
+              ("What did we change in the logging config?",
+               "Which log format did we put in the logging config?"),
+              "What output style did we switch the diagnostic settings file to?",
+              ({"op": "edit", "path": "config/logging.yaml",
+                "old": "format: plain", "new": "format: {code}"},)),
+    _artifact("modified-release-target", _token("{w}-sign"), "the Makefile's release target",
+              ("What did we change in the Makefile's release target?",
+               "Which step did we add to the release target?"),
+              "What extra prerequisite does cutting a release now run, per our Makefile edit?",
+              ({"op": "edit", "path": "Makefile",
+                "old": "release: build", "new": "release: build {code}"},)),
+)  # fmt: skip
