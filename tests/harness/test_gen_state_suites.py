@@ -165,3 +165,29 @@ def test_artifacts_are_told_by_the_tool_call_alone(full: dict[str, list[Scenario
         result = norm(token_text(messages[int(index) + 1]))
         assert not any(norm(a) in result for a in p.answers), p.id
     assert formats == {"openai", "anthropic"}
+
+
+def test_multi_cycle_plants_before_each_of_many_compactions() -> None:
+    scenarios = generate_suite("multi-cycle", seed=0, scale=1.0)
+    probes = [(s, p) for s in scenarios for p in s.probes]
+    assert len(probes) >= 40
+    # Every working-state kind shows up besides the project facts.
+    assert {"rule", "task", "artifact"} & {p.kind for _, p in probes}
+    for scenario in scenarios:
+        (session,) = scenario.sessions
+        tokens = [estimate_tokens(token_text(m)) for m in session.messages]
+        total = sum(tokens)
+        assert total >= 6 * scenario.window  # at least five compactions at this window
+        cycles: dict[str, set[int]] = {}
+        for p in scenario.probes:
+            (cycle,) = [t for t in p.tags if t.startswith("cycle-")]
+            index = int(p.evidence[0].rpartition(":")[2])
+            start = sum(tokens[:index]) / total
+            cycles.setdefault(cycle, set()).add(round(start, 3))
+            assert _tokens_between(scenario, p.evidence[0], p.at) > 0.5 * scenario.window
+        assert sorted(cycles) == [f"cycle-{c}" for c in range(1, 7)]
+        # Each cycle's facts are planted in order, one cycle after another.
+        firsts = [min(cycles[f"cycle-{c}"]) for c in range(1, 7)]
+        assert firsts == sorted(firsts) and firsts[-1] > 0.6, firsts
+    far = [_tokens_between(s, p.evidence[0], p.at) > s.window for s, p in probes]
+    assert sum(far) >= 0.85 * len(probes)

@@ -39,7 +39,7 @@ DEFAULT_SUITES: tuple[str, ...] = (
 )
 # Every suite the generator makes: the defaults, then the suites probing the agent's working
 # state (:mod:`~memctx.harness.gen.worktopics`), played when named until a baseline holds them.
-SUITES: tuple[str, ...] = (*DEFAULT_SUITES, "rules", "task-state", "artifacts")
+SUITES: tuple[str, ...] = (*DEFAULT_SUITES, "rules", "task-state", "artifacts", "multi-cycle")
 
 _BASE_TOKENS = 80_000
 _BASE_WINDOW = 24_000
@@ -53,6 +53,10 @@ _LONG_WINDOW = 200_000
 _STATE_TOKENS = 112_000
 _STATE_WINDOW = 16_000
 _STATE_FACTS = 12
+# multi-cycle: one session of ten windows cut into six cycles, each planting two facts that
+# later cycles ask about, so every fact outlives at least one compaction and most several.
+_CYCLES = 6
+_CYCLE_TOKENS = 160_000
 
 
 def _factor(scale: float) -> float:
@@ -207,6 +211,30 @@ def _artifacts(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
     return facts
 
 
+def _multi_cycle(rng: random.Random, cycles: int, per_cycle: int, late: float) -> list[FactPlan]:
+    """``per_cycle`` facts planted early in each cycle (project facts, rules, todo items and
+    files alike), each asked in the next cycle (a window later at least) and near the end."""
+    pool = [*TOPICS, *RULE_TOPICS, *TASK_TOPICS, *ARTIFACT_TOPICS]
+    topics = _topics(rng, cycles * per_cycle, pool=pool)
+    span = (1.0 - 1.5 * late) / cycles  # the last cycle's facts are asked a window later too
+    facts = []
+    for i, topic in enumerate(topics):
+        cycle = i // per_cycle
+        at = (cycle + rng.uniform(0.05, 0.45)) * span
+        if topic.calls:
+            carrier = "call"
+        else:
+            carrier = _carrier(rng, (0.4, 0.3, 0.3 if topic.lines else 0.0))
+        tags = (f"cycle-{cycle + 1}",)
+        nxt = min(0.99, max(at + late, (cycle + 1 + rng.uniform(0.5, 0.95)) * span))
+        probes = [ProbeEv(0, nxt, "q", tags)]
+        probes.append(ProbeEv(0, rng.uniform(max(nxt, 1 - span), 0.995), "q", tags))
+        if cycle == cycles - 1:
+            probes[0] = ProbeEv(0, min(0.99, at + 1.3 * late), "q", tags)
+        facts.append(FactPlan(topic, "en", [PlantEv(0, at, carrier)], probes))
+    return facts
+
+
 def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
     """The plan of every scenario of ``suite`` (see the module docstring for sizes)."""
     f = _factor(scale)
@@ -269,6 +297,11 @@ def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
             late = window * 1.15 / targets[0]
             planner = {"rules": _rules, "task-state": _tasks, "artifacts": _artifacts}[suite]
             facts = planner(rng, n_state, late)
+        elif suite == "multi-cycle":
+            window = max(8_000, round(_STATE_WINDOW * f / 1000) * 1000)
+            targets = [round(_CYCLE_TOKENS * f)]
+            per_cycle = 2 if f >= 1 else 1
+            facts = _multi_cycle(rng, _CYCLES, per_cycle, window * 1.15 / targets[0])
         elif suite == "cross-session":
             n_sessions = rng.choice((2, 3, 3, 4)) if f >= 1 else 2
             window = max(8_000, round(10_000 * f / 1000) * 1000)
