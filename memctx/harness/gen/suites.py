@@ -221,10 +221,8 @@ def _multi_cycle(rng: random.Random, cycles: int, per_cycle: int, late: float) -
     for i, topic in enumerate(topics):
         cycle = i // per_cycle
         at = (cycle + rng.uniform(0.05, 0.45)) * span
-        if topic.calls:
-            carrier = "call"
-        else:
-            carrier = _carrier(rng, (0.4, 0.3, 0.3 if topic.lines else 0.0))
+        weights = (0.4, 0.3, 0.3 if topic.lines else 0.0)
+        carrier = "call" if topic.calls else _carrier(rng, weights)
         tags = (f"cycle-{cycle + 1}",)
         nxt = min(0.99, max(at + late, (cycle + 1 + rng.uniform(0.5, 0.95)) * span))
         probes = [ProbeEv(0, nxt, "q", tags)]
