@@ -102,7 +102,14 @@ def _tool_outputs(m: dict[str, Any]) -> list[str]:
 
 
 def test_suite_names_and_unknown_suite() -> None:
-    assert (*DEFAULT_SUITES, "rules", "task-state", "artifacts", "multi-cycle") == SUITES
+    assert (
+        *DEFAULT_SUITES,
+        "rules",
+        "task-state",
+        "artifacts",
+        "multi-cycle",
+        "decisions",
+    ) == SUITES
     assert DEFAULT_SUITES == (
         "needle",
         "supersede",
@@ -115,7 +122,7 @@ def test_suite_names_and_unknown_suite() -> None:
         "cross-session",
     )
     with pytest.raises(
-        ValueError, match=r"needle.*cross-session.*task-state.*artifacts.*multi-cycle"
+        ValueError, match=r"needle.*cross-session.*task-state.*multi-cycle.*decisions"
     ):
         generate_suite("haystack")
     with pytest.raises(ValueError, match="scale"):
@@ -369,7 +376,7 @@ def test_full_scale_sizes() -> None:
     stats = {suite: suite_stats(generate_suite(suite, scale=1.0)) for suite in SUITES}
     probes = sum(s["probes"] for s in stats.values())
     tokens = sum(s["tokens"] for s in stats.values())
-    assert 550 <= probes <= 750 and tokens <= 3_900_000
+    assert 600 <= probes <= 800 and tokens <= 4_200_000
     for suite, s in stats.items():
         assert 30 <= s["probes"] <= 60, (suite, s)
 
@@ -377,7 +384,12 @@ def test_full_scale_sizes() -> None:
 def test_every_fact_kind_is_probed(full: dict[str, list[Scenario]]) -> None:
     kinds = {p.kind for suite in DEFAULT_SUITES for s in full[suite] for p in s.probes}
     assert kinds == set(FACT_KINDS)
-    assert {p.kind for s in _all(full) for p in s.probes} - kinds == {"rule", "task", "artifact"}
+    assert {p.kind for s in _all(full) for p in s.probes} - kinds == {
+        "rule",
+        "task",
+        "artifact",
+        "rationale",
+    }
     late = [("late" in p.tags) for s in _all(full) for p in s.probes]
     assert sum(late) > 0.6 * len(late)
 

@@ -25,7 +25,7 @@ from memctx.harness.scenario import Scenario, dump_scenarios
 from memctx.messages.anatomy import token_text
 
 STATE_SUITES = {"rules": ("rule", "revised", "standing"), "task-state": ("task", "done", "open")}
-ALL_STATE = [*STATE_SUITES, "artifacts"]
+ALL_STATE = [*STATE_SUITES, "artifacts", "decisions"]
 _ARTIFACT_EVENTS = ("renamed", "created", "deleted", "modified")
 
 
@@ -191,3 +191,17 @@ def test_multi_cycle_plants_before_each_of_many_compactions() -> None:
         assert firsts == sorted(firsts) and firsts[-1] > 0.6, firsts
     far = [_tokens_between(s, p.evidence[0], p.at) > s.window for s, p in probes]
     assert sum(far) >= 0.85 * len(probes)
+
+
+def test_decisions_ask_for_the_reason_of_a_named_choice(full: dict[str, list[Scenario]]) -> None:
+    from memctx.harness.gen.worktopics import DECISION_TOPICS
+
+    choices = [subj.casefold() for t in DECISION_TOPICS for subj in t.subj]
+    probes = [p for s in full["decisions"] for p in s.probes]
+    assert len(probes) >= 40 and {p.kind for p in probes} == {"rationale"}
+    for p in probes:
+        # The question names the choice; the evidence states it with its reason.
+        (choice,) = [c for c in choices if c in p.question.casefold()] or [None]
+        assert choice is not None, p.question
+        assert not p.stale and len(p.evidence) == 1
+    assert len({p.question for p in probes}) >= 20

@@ -21,7 +21,7 @@ from ..scenario import FORMATS
 from .build import FactPlan, Plan, PlantEv, ProbeEv
 from .project import STACKS, make_project
 from .topics import TOPICS, Topic
-from .worktopics import ARTIFACT_TOPICS, RULE_TOPICS, TASK_TOPICS
+from .worktopics import ARTIFACT_TOPICS, DECISION_TOPICS, RULE_TOPICS, TASK_TOPICS
 
 __all__ = ["DEFAULT_SUITES", "SUITES", "suite_plans"]
 
@@ -39,7 +39,14 @@ DEFAULT_SUITES: tuple[str, ...] = (
 )
 # Every suite the generator makes: the defaults, then the suites probing the agent's working
 # state (:mod:`~memctx.harness.gen.worktopics`), played when named until a baseline holds them.
-SUITES: tuple[str, ...] = (*DEFAULT_SUITES, "rules", "task-state", "artifacts", "multi-cycle")
+SUITES: tuple[str, ...] = (
+    *DEFAULT_SUITES,
+    "rules",
+    "task-state",
+    "artifacts",
+    "multi-cycle",
+    "decisions",
+)
 
 _BASE_TOKENS = 80_000
 _BASE_WINDOW = 24_000
@@ -211,10 +218,21 @@ def _artifacts(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
     return facts
 
 
+def _decisions(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
+    """Choices and the reasons given for them (said by either side, or in the decision log
+    the agent reads), asked about long after."""
+    facts = []
+    for topic in _topics(rng, n_facts, pool=list(DECISION_TOPICS)):
+        at = rng.uniform(0.03, 0.6)
+        plants = [PlantEv(0, at, _carrier(rng, (0.45, 0.4, 0.15)))]
+        facts.append(FactPlan(topic, "en", plants, _late_probes(rng, at, late, ())))
+    return facts
+
+
 def _multi_cycle(rng: random.Random, cycles: int, per_cycle: int, late: float) -> list[FactPlan]:
     """``per_cycle`` facts planted early in each cycle (project facts, rules, todo items and
     files alike), each asked in the next cycle (a window later at least) and near the end."""
-    pool = [*TOPICS, *RULE_TOPICS, *TASK_TOPICS, *ARTIFACT_TOPICS]
+    pool = [*TOPICS, *RULE_TOPICS, *TASK_TOPICS, *ARTIFACT_TOPICS, *DECISION_TOPICS]
     topics = _topics(rng, cycles * per_cycle, pool=pool)
     span = (1.0 - 1.5 * late) / cycles  # the last cycle's facts are asked a window later too
     facts = []
@@ -288,12 +306,17 @@ def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
             window = max(8_000, round(_LONG_WINDOW * targets[0] / _LONG_TOKENS / 1000) * 1000)
             facts = _long_haul(rng, max(4, round(20 * min(1.0, scale))), window * 1.1 / targets[0])
             options = {"heavy": 0.15, "filler_secrets": 0.03, "zh_share": 0.08}
-        elif suite in ("rules", "task-state", "artifacts"):
+        elif suite in ("rules", "task-state", "artifacts", "decisions"):
             window = max(8_000, round(_STATE_WINDOW * f / 1000) * 1000)
             targets = [round(_STATE_TOKENS * f)]
             n_state = max(4, round(_STATE_FACTS * f))
             late = window * 1.15 / targets[0]
-            planner = {"rules": _rules, "task-state": _tasks, "artifacts": _artifacts}[suite]
+            planner = {
+                "rules": _rules,
+                "task-state": _tasks,
+                "artifacts": _artifacts,
+                "decisions": _decisions,
+            }[suite]
             facts = planner(rng, n_state, late)
         elif suite == "multi-cycle":
             window = max(8_000, round(_STATE_WINDOW * f / 1000) * 1000)

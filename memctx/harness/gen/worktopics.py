@@ -1,4 +1,4 @@
-"""Topics about the agent's own working state: its rules, its todo items, the files it touched.
+"""Topics about the agent's own working state: its rules, todo items, files, reasons.
 
 The fact topics of :mod:`~memctx.harness.gen.topics` are about the project (a port, a
 library, a root cause). The complaints most often filed against agent compaction are about
@@ -15,6 +15,8 @@ redone. These topics plant that state with the same machinery, so the same invar
 - :data:`ARTIFACT_TOPICS` (kind ``artifact``): a file renamed, created, deleted or edited,
   stated only by the tool call that did it (its input; the output does not repeat it); the
   probe asks for the new name, the new file, the deleted file or the new content.
+- :data:`DECISION_TOPICS` (kind ``rationale``): a choice made during the work and the reason
+  given for it; the probe names the choice and expects the reason.
 
 Values are drawn from the generator's rare words and number ranges filler never uses, so
 each is distinctive; the builder still redraws one that collides with anything else.
@@ -27,7 +29,7 @@ import random
 from .topics import Topic
 from .values import RARE, SOURCE_EXT, Draw, Value
 
-__all__ = ["ARTIFACT_TOPICS", "RULE_TOPICS", "TASK_TOPICS"]
+__all__ = ["ARTIFACT_TOPICS", "DECISION_TOPICS", "RULE_TOPICS", "TASK_TOPICS"]
 
 
 def _value(text: str, *aliases: str) -> Value:
@@ -471,3 +473,63 @@ ARTIFACT_TOPICS: tuple[Topic, ...] = (
               ({"op": "edit", "path": "Makefile",
                 "old": "release: build", "new": "release: build {code}"},)),
 )  # fmt: skip
+
+
+def _reason(rng: random.Random, _lang: str) -> Value:
+    word, n = _rare(rng), rng.randint(103, 989)
+    pick = rng.randrange(5)
+    if pick == 0:
+        return _value(f"the {word} load test showed a p99 of {n} ms", f"p99 of {n} ms")
+    if pick == 1:
+        return _value(f"the {word.capitalize()} contract caps us at {n} calls a second",
+                      f"{n} calls a second")  # fmt: skip
+    if pick == 2:
+        return _value(f"it saves about {n} dollars a month", f"{n} dollars a month")
+    if pick == 3:
+        return _value(
+            f"the {word} security audit flagged the alternative", f"{word} security audit"
+        )
+    return _value(f"the {word} licence rules out the other option", f"{word} licence")
+
+
+_WHY = (
+    "We went with {subj} because {val}.",
+    "Reason for {subj}: {val}.",
+    "Why {subj}? Because {val}.",
+    "{Subj} it is, mainly since {val}.",
+    "Let's record why we chose {subj}: {val}.",
+    "The deciding factor for {subj} was that {val}.",
+    "I picked {subj}; the short version is {val}.",
+    "We settled on {subj} because {val}, in case anyone asks.",
+)
+
+
+def _decision(key: str, *subj: str) -> Topic:
+    main = subj[0]
+    return Topic(
+        f"why-{key}", "rationale", _reason, subj, (),
+        (f"Why did we choose {main}?", f"What was the reason for {main}?"),
+        (f"What argument settled {main} back then?",),
+        (f"why {key.replace('-', ' ')}?",), (), (),
+        {"readme": (f"- Decision: {main}, because {{code}}.",)}, _WHY,
+    )  # fmt: skip
+
+
+# Choices made during the work, each with the reason given; kind ``rationale``.
+DECISION_TOPICS: tuple[Topic, ...] = (
+    _decision("queue-delivery", "queue-based webhook delivery", "delivering webhooks via a queue"),
+    _decision("redis-sessions", "keeping sessions in Redis", "Redis for session storage"),
+    _decision("worker-cron", "moving the cron jobs into the worker", "running cron in the worker"),
+    _decision("ssr-dashboard", "server-side rendering for the dashboard", "SSR on the dashboard"),
+    _decision("billing-split", "splitting out the billing service", "a separate billing service"),
+    _decision("uuid-keys", "UUIDv7 primary keys", "UUIDv7 as the key type"),
+    _decision("raw-sql-reports", "raw SQL for the reports", "dropping the ORM in reports"),
+    _decision("monorepo", "the monorepo layout", "keeping everything in one repository"),
+    _decision("pinned-runtime", "pinning the runtime version", "a pinned runtime"),
+    _decision(
+        "flags-over-branches", "feature flags over long-lived branches", "flags, not branches"
+    ),
+    _decision("batched-email", "batching the email sends", "sending emails in batches"),
+    _decision("edge-cache", "caching price lookups at the edge", "an edge cache for prices"),
+    _decision("read-replica", "a read replica for analytics", "sending analytics to a replica"),
+)
