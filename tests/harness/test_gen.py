@@ -109,6 +109,7 @@ def test_suite_names_and_unknown_suite() -> None:
         "artifacts",
         "multi-cycle",
         "decisions",
+        "continuation",
     ) == SUITES
     assert DEFAULT_SUITES == (
         "needle",
@@ -122,7 +123,7 @@ def test_suite_names_and_unknown_suite() -> None:
         "cross-session",
     )
     with pytest.raises(
-        ValueError, match=r"needle.*cross-session.*task-state.*multi-cycle.*decisions"
+        ValueError, match=r"needle.*cross-session.*task-state.*decisions.*continuation"
     ):
         generate_suite("haystack")
     with pytest.raises(ValueError, match="scale"):
@@ -376,7 +377,7 @@ def test_full_scale_sizes() -> None:
     stats = {suite: suite_stats(generate_suite(suite, scale=1.0)) for suite in SUITES}
     probes = sum(s["probes"] for s in stats.values())
     tokens = sum(s["tokens"] for s in stats.values())
-    assert 600 <= probes <= 800 and tokens <= 4_200_000
+    assert 650 <= probes <= 850 and tokens <= 4_900_000
     for suite, s in stats.items():
         assert 30 <= s["probes"] <= 60, (suite, s)
 
@@ -389,6 +390,7 @@ def test_every_fact_kind_is_probed(full: dict[str, list[Scenario]]) -> None:
         "task",
         "artifact",
         "rationale",
+        "continuation",
     }
     late = [("late" in p.tags) for s in _all(full) for p in s.probes]
     assert sum(late) > 0.6 * len(late)

@@ -25,7 +25,7 @@ from memctx.harness.scenario import Scenario, dump_scenarios
 from memctx.messages.anatomy import token_text
 
 STATE_SUITES = {"rules": ("rule", "revised", "standing"), "task-state": ("task", "done", "open")}
-ALL_STATE = [*STATE_SUITES, "artifacts", "decisions"]
+ALL_STATE = [*STATE_SUITES, "artifacts", "decisions", "continuation"]
 _ARTIFACT_EVENTS = ("renamed", "created", "deleted", "modified")
 
 
@@ -205,3 +205,24 @@ def test_decisions_ask_for_the_reason_of_a_named_choice(full: dict[str, list[Sce
         assert choice is not None, p.question
         assert not p.stale and len(p.evidence) == 1
     assert len({p.question for p in probes}) >= 20
+
+
+def test_continuation_expects_the_step_in_progress_when_asked(
+    full: dict[str, list[Scenario]],
+) -> None:
+    probes = [(s, p) for s in full["continuation"] for p in s.probes]
+    assert len(probes) >= 40 and {p.kind for _, p in probes} == {"continuation"}
+    for scenario in full["continuation"]:
+        texts = _texts(scenario)
+        # Where each step was stated: the first message holding one of its answers.
+        steps = {
+            min(i for i, (_, t) in enumerate(texts) if any(norm(a) in t for a in p.answers)): p
+            for p in scenario.probes
+        }
+        assert len(steps) >= 5  # the thread moves on several times
+        for p in scenario.probes:
+            latest = max(i for i in steps if i < p.at)
+            assert steps[latest].answers == p.answers, p.id
+            assert len(p.stale) >= 1 or latest == min(steps)
+    far = [_tokens_between(s, p.evidence[0], p.at) > s.window for s, p in probes]
+    assert sum(far) >= 0.8 * len(probes)

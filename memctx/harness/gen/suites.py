@@ -21,7 +21,13 @@ from ..scenario import FORMATS
 from .build import FactPlan, Plan, PlantEv, ProbeEv
 from .project import STACKS, make_project
 from .topics import TOPICS, Topic
-from .worktopics import ARTIFACT_TOPICS, DECISION_TOPICS, RULE_TOPICS, TASK_TOPICS
+from .worktopics import (
+    ARTIFACT_TOPICS,
+    CURRENT_STEP,
+    DECISION_TOPICS,
+    RULE_TOPICS,
+    TASK_TOPICS,
+)
 
 __all__ = ["DEFAULT_SUITES", "SUITES", "suite_plans"]
 
@@ -46,6 +52,7 @@ SUITES: tuple[str, ...] = (
     "artifacts",
     "multi-cycle",
     "decisions",
+    "continuation",
 )
 
 _BASE_TOKENS = 80_000
@@ -64,6 +71,10 @@ _STATE_FACTS = 12
 # later cycles ask about, so every fact outlives at least one compaction and most several.
 _CYCLES = 6
 _CYCLE_TOKENS = 160_000
+# continuation: four sessions of 140,000 tokens at an 8,000-token window, the step in
+# progress restated about every 23,000 tokens and asked about twice before the next one.
+_STEP_TOKENS = 140_000
+_STEP_WINDOW = 8_000
 
 
 def _factor(scale: float) -> float:
@@ -229,6 +240,22 @@ def _decisions(rng: random.Random, n_facts: int, late: float) -> list[FactPlan]:
     return facts
 
 
+def _continuation(rng: random.Random, late: float) -> list[FactPlan]:
+    """One thread of work restated step by step; each step asked about after more than a
+    window (the answer is the step in progress then, the earlier steps are stale)."""
+    steps = max(2, min(8, int(1 / (1.9 * late + 0.03))))
+    span = 1.0 / steps
+    plants, probes = [], []
+    for k in range(steps):
+        at = k * span + rng.uniform(0.0, 0.02)
+        carrier = rng.choices(("assistant", "user"), (4, 1))[0]
+        plants.append(PlantEv(0, at, carrier))
+        # The step is stated at the end of a work turn that starts at ``at``: leave room.
+        probes.append(ProbeEv(0, at + 1.4 * late, "q"))
+        probes.append(ProbeEv(0, at + 1.8 * late, rng.choice(("q", "para"))))
+    return [FactPlan(CURRENT_STEP, "en", plants, probes)]
+
+
 def _multi_cycle(rng: random.Random, cycles: int, per_cycle: int, late: float) -> list[FactPlan]:
     """``per_cycle`` facts planted early in each cycle (project facts, rules, todo items and
     files alike), each asked in the next cycle (a window later at least) and near the end."""
@@ -254,7 +281,7 @@ def _multi_cycle(rng: random.Random, cycles: int, per_cycle: int, late: float) -
 def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
     """The plan of every scenario of ``suite`` (see the module docstring for sizes)."""
     f = _factor(scale)
-    count = max(1, round((1 if suite == "long-haul" else 2) * scale))
+    count = max(1, round({"long-haul": 1, "continuation": 4}.get(suite, 2) * scale))
     plans = []
     for index in range(count):
         key = f"{suite}:{seed}:{index}"
@@ -318,6 +345,10 @@ def suite_plans(suite: str, seed: int, scale: float) -> list[Plan]:
                 "decisions": _decisions,
             }[suite]
             facts = planner(rng, n_state, late)
+        elif suite == "continuation":
+            window = max(8_000, round(_STEP_WINDOW * f / 1000) * 1000)
+            targets = [round(_STEP_TOKENS * f)]
+            facts = _continuation(rng, window * 1.1 / targets[0])
         elif suite == "multi-cycle":
             window = max(8_000, round(_STATE_WINDOW * f / 1000) * 1000)
             targets = [round(_CYCLE_TOKENS * f)]

@@ -17,6 +17,8 @@ redone. These topics plant that state with the same machinery, so the same invar
   probe asks for the new name, the new file, the deleted file or the new content.
 - :data:`DECISION_TOPICS` (kind ``rationale``): a choice made during the work and the reason
   given for it; the probe names the choice and expects the reason.
+- :data:`CURRENT_STEP` (kind ``continuation``): the step of work in progress, restated as
+  the work moves on; asked once the context has moved past it, it expects the latest step.
 
 Values are drawn from the generator's rare words and number ranges filler never uses, so
 each is distinctive; the builder still redraws one that collides with anything else.
@@ -29,7 +31,13 @@ import random
 from .topics import Topic
 from .values import RARE, SOURCE_EXT, Draw, Value
 
-__all__ = ["ARTIFACT_TOPICS", "DECISION_TOPICS", "RULE_TOPICS", "TASK_TOPICS"]
+__all__ = [
+    "ARTIFACT_TOPICS",
+    "CURRENT_STEP",
+    "DECISION_TOPICS",
+    "RULE_TOPICS",
+    "TASK_TOPICS",
+]
 
 
 def _value(text: str, *aliases: str) -> Value:
@@ -533,3 +541,39 @@ DECISION_TOPICS: tuple[Topic, ...] = (
     _decision("edge-cache", "caching price lookups at the edge", "an edge cache for prices"),
     _decision("read-replica", "a read replica for analytics", "sending analytics to a replica"),
 )
+
+
+def _step(rng: random.Random, lang: str) -> Value:
+    verb = rng.choice(("port", "split", "rewrite", "inline", "retire", "harden"))
+    noun = rng.choice(("batches", "ledger", "refunds", "cursor", "handoff", "backlog"))
+    parts = (verb, _rare(rng), noun)
+    name = (
+        parts[0] + "".join(p.capitalize() for p in parts[1:])
+        if lang in ("typescript", "go")
+        else "_".join(parts)
+    )
+    return _value(name)
+
+
+# The one thread of work a session is on: restated at each new step, asked about after the
+# context has moved on by more than a window (the latest step is the answer; kind
+# ``continuation``).
+CURRENT_STEP = Topic(
+    "current-step", "continuation", _step,
+    ("the current step",), (),
+    ("Where did we leave off?", "What were you in the middle of before the context was compacted?",
+     "What was the step in progress when we stopped?", "Remind me what you were working on?"),
+    ("Picking this back up: which piece of work was half-finished?",
+     "Before the interruption, what was on the bench?"),
+    ("where were we?",), (), (), {},
+    ("I'm in the middle of `{val}`; its callers come next.",
+     "Current step: `{val}`, about halfway through.",
+     "Working on `{val}` now, then I'll run the full suite.",
+     "Paused midway through `{val}`; the tests for it are still red.",
+     "Next up and already started: `{val}`."),
+    ("Moving on: I'm now in the middle of `{val}`.",
+     "That part is done; current step is `{val}`.",
+     "Switching to `{val}` now, halfway through it.",
+     "Now working on `{val}`; the previous step is finished.",
+     "Started `{val}`, nothing committed yet."),
+)  # fmt: skip
