@@ -249,22 +249,24 @@ def load_suite_scenarios(
 def _synthetic_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
     """The synthetic suites among ``options.suites`` (every one of the datasets when none is
     named), generated with ``quick`` or read from the frozen datasets."""
-    from .gen.generate import SUITES, generate_suite, verify_datasets
+    from .gen.generate import DEFAULT_SUITES, SUITES, generate_suite, verify_datasets
 
     named = tuple(s for s in options.suites if s not in REAL_DATA_SUITES)
     if options.suites and not named:
         return {}  # real-data suites only: the frozen datasets are not needed
     if options.quick and options.datasets_dir is None:
-        suites = named or SUITES
+        suites = named or DEFAULT_SUITES
         unknown = [s for s in suites if s not in SUITES]
         if unknown:
             raise EvalError(f"unknown suite(s) {unknown}; valid: {', '.join(SUITES)}")
         return {s: generate_suite(s, seed=options.seed, scale=QUICK_SCALE) for s in suites}
     root = options.datasets_dir or DEFAULT_DATASETS
-    # Every SUITE.jsonl(.gz) in the folder is a suite: the generator's, or the user's own.
+    # Every SUITE.jsonl(.gz) in the folder is a suite: the generator's, or the user's own;
+    # of the generator's, only the default ones play when none is named.
     found = dataset_suites(root)
     available = [s for s in SUITES if s in found] + sorted(set(found) - set(SUITES))
-    suites = named or tuple(available) or SUITES
+    default = [s for s in available if s in DEFAULT_SUITES or s not in SUITES]
+    suites = named or tuple(default) or DEFAULT_SUITES
     unknown = [s for s in suites if s not in found and s not in SUITES]
     if unknown:
         valid = ", ".join(dict.fromkeys([*available, *SUITES]))

@@ -39,6 +39,7 @@ from memctx.transcripts import (
 __all__ = [
     "FACT_KINDS",
     "FORMATS",
+    "PROBE_KINDS",
     "SCENARIO_SCHEMA",
     "Probe",
     "Scenario",
@@ -52,6 +53,10 @@ __all__ = [
 SCENARIO_SCHEMA = 1
 FORMATS = ("openai", "anthropic")
 FACT_KINDS = ("decision", "implementation", "config", "issue", "task_state", "architecture")
+# What a probe asks about: a planted fact of one of FACT_KINDS, or the agent's own working
+# state (a rule in force, a todo item's status, a file's history, why a choice was made, what
+# was in progress), the dimensions compaction is known to lose.
+PROBE_KINDS = (*FACT_KINDS, "rule", "task", "artifact", "rationale", "continuation")
 
 
 class ScenarioError(MemctxError, ValueError):
@@ -72,7 +77,7 @@ class Probe:
         evidence: Message ids ``"<session_id>:<index>"`` where the current value was stated.
         evidence_text: Spans of those messages that show the evidence was recalled.
         stale: Superseded values (present without any answer = a stale context).
-        kind: One of :data:`FACT_KINDS`.
+        kind: One of :data:`PROBE_KINDS`.
         tags: Free labels (``"paraphrase"``, ``"cjk"``, ...) for slicing reports.
     """
 
@@ -357,8 +362,8 @@ def _probe(data: Any, sessions: Mapping[str, Session], where: str) -> Probe:
     if not answers:
         raise ScenarioError(f"{where}: answers is empty; a probe needs one expected answer")
     kind = obj.get("kind", "decision")
-    if kind not in FACT_KINDS:
-        raise ScenarioError(f"{where}: kind {_shown(kind)} is not one of {FACT_KINDS}")
+    if kind not in PROBE_KINDS:
+        raise ScenarioError(f"{where}: kind {_shown(kind)} is not one of {PROBE_KINDS}")
     evidence = tuple(_strs(obj.get("evidence", []), f"{where} evidence"))
     for ref in evidence:
         sid, _, index = ref.rpartition(":")

@@ -21,6 +21,7 @@ from memctx import estimate_tokens, pairing_violations, redact
 from memctx.harness.gen.check import scenario_problems
 from memctx.harness.gen.facts import REVISIONS_EN, REVISIONS_ZH, STATEMENTS_EN, STATEMENTS_ZH
 from memctx.harness.gen.generate import (
+    DEFAULT_SUITES,
     GENERATOR_VERSION,
     SUITES,
     gen_main,
@@ -33,6 +34,7 @@ from memctx.harness.gen.topics import TOPICS
 from memctx.harness.gen.turns import ONE_WORD_EN, ONE_WORD_ZH
 from memctx.harness.scenario import (
     FACT_KINDS,
+    PROBE_KINDS,
     Scenario,
     content_sha256,
     dump_scenarios,
@@ -100,7 +102,16 @@ def _tool_outputs(m: dict[str, Any]) -> list[str]:
 
 
 def test_suite_names_and_unknown_suite() -> None:
-    assert SUITES == (
+    assert (
+        *DEFAULT_SUITES,
+        "rules",
+        "task-state",
+        "artifacts",
+        "multi-cycle",
+        "decisions",
+        "continuation",
+    ) == SUITES
+    assert DEFAULT_SUITES == (
         "needle",
         "supersede",
         "paraphrase",
@@ -111,7 +122,9 @@ def test_suite_names_and_unknown_suite() -> None:
         "long-haul",
         "cross-session",
     )
-    with pytest.raises(ValueError, match=r"needle.*cross-session"):
+    with pytest.raises(
+        ValueError, match=r"needle.*cross-session.*task-state.*decisions.*continuation"
+    ):
         generate_suite("haystack")
     with pytest.raises(ValueError, match="scale"):
         generate_suite("needle", scale=0)
@@ -202,7 +215,7 @@ def test_probes_are_at_boundaries_with_unique_planted_answers(
             messages = scenario.session(p.session_id).messages
             assert _is_final_assistant(messages[p.at - 1]), p.id
             assert p.at == len(messages) or messages[p.at]["role"] == "user", p.id
-            assert p.kind in FACT_KINDS and p.evidence and p.answers
+            assert p.kind in PROBE_KINDS and p.evidence and p.answers
             assert all(len(a) >= 3 for a in p.answers)
             holders = {
                 ref for ref, text in texts.items() if any(norm(a) in text for a in p.answers)
@@ -364,14 +377,21 @@ def test_full_scale_sizes() -> None:
     stats = {suite: suite_stats(generate_suite(suite, scale=1.0)) for suite in SUITES}
     probes = sum(s["probes"] for s in stats.values())
     tokens = sum(s["tokens"] for s in stats.values())
-    assert 350 <= probes <= 500 and tokens <= 2_700_000
+    assert 650 <= probes <= 850 and tokens <= 4_900_000
     for suite, s in stats.items():
         assert 30 <= s["probes"] <= 60, (suite, s)
 
 
 def test_every_fact_kind_is_probed(full: dict[str, list[Scenario]]) -> None:
-    kinds = {p.kind for s in _all(full) for p in s.probes}
+    kinds = {p.kind for suite in DEFAULT_SUITES for s in full[suite] for p in s.probes}
     assert kinds == set(FACT_KINDS)
+    assert {p.kind for s in _all(full) for p in s.probes} - kinds == {
+        "rule",
+        "task",
+        "artifact",
+        "rationale",
+        "continuation",
+    }
     late = [("late" in p.tags) for s in _all(full) for p in s.probes]
     assert sum(late) > 0.6 * len(late)
 

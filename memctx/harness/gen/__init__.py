@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..answers import normalise_answer
 from .generate import (
+    DEFAULT_SUITES,
     GENERATOR_VERSION,
     SUITES,
     GenError,

@@ -22,15 +22,16 @@ from .check import scenario_problems
 from .facts import REVISIONS_EN, REVISIONS_ZH, STATEMENTS_EN, STATEMENTS_ZH
 from .facts import fill_template as _fill
 from .files import SECRET_KINDS, secret_line
-from .messages import Builder
+from .messages import Builder, Call
 from .project import Project
 from .topics import Topic
 from .turns import Plant, chat_turn, one_word_turn, work_turn
-from .values import Value
+from .values import SOURCE_EXT, Value
 
 __all__ = ["FactPlan", "GenError", "Plan", "PlantEv", "ProbeEv", "build_scenario"]
 
-_PH = re.compile("\x00(\\d+):(text|code|zh)\x00")
+# A placeholder, raw or JSON-escaped (inside an OpenAI tool call's ``arguments`` string).
+_PH = re.compile(r"(?:\x00|\\u0000)(\d+):(text|code|zh)(?:\x00|\\u0000)")
 _NUMBERED = re.compile(r"^\s*\d+[\t→]")
 
 
@@ -42,7 +43,7 @@ class GenError(RuntimeError):
 class PlantEv:
     session: int
     pos: float  # fraction of the session's target tokens
-    carrier: str  # user | assistant | tool
+    carrier: str  # user | assistant | tool (a file read) | call (a tool call's input)
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,17 @@ class _Assembler:
         slot = len(self.slots)
         zh = fact.lang == "zh"
         first = not self.planted[fi]
-        if ev.carrier == "tool":
+        if ev.carrier == "call":
+            spec = dict(rng.choice(fact.topic.calls))
+            ext = SOURCE_EXT[self.plan.project.language]
+            args = {
+                k: v.replace("{ext}", ext).replace("{code}", f"\x00{slot}:code\x00")
+                for k, v in spec.items()
+                if k != "op"
+            }
+            plant = Plant(call=Call(spec["op"], args, ""))
+            self.slots.append((fi, "code"))
+        elif ev.carrier == "tool":
             kinds = sorted(fact.topic.lines)
             if fact.secrets_nearby and {"env", "yaml"} & set(kinds):
                 kinds = [k for k in kinds if k in ("env", "yaml")]  # where credentials live
@@ -164,11 +175,13 @@ class _Assembler:
             )
             self.slots.append((fi, "code"))
         else:
-            bank = (
-                (STATEMENTS_ZH if zh else STATEMENTS_EN)[fact.topic.kind]
-                if first
-                else (REVISIONS_ZH if zh else REVISIONS_EN)
-            )
+            if first:
+                bank = (
+                    fact.topic.statements
+                    or (STATEMENTS_ZH if zh else STATEMENTS_EN)[fact.topic.kind]
+                )
+            else:
+                bank = fact.topic.revisions or (REVISIONS_ZH if zh else REVISIONS_EN)
             subj = rng.choice(fact.topic.subj_zh if zh else fact.topic.subj)
             form = "zh" if zh else "text"
             text = _fill(rng.choice(bank), subj, f"\x00{slot}:{form}\x00")
@@ -186,7 +199,9 @@ class _Assembler:
             plant=plant,
             big_plant=self.plan.suite == "tool-heavy",
         )
-        index = out[{"user": "user", "assistant": "final", "tool": "tool"}[ev.carrier]]
+        index = out[
+            {"user": "user", "assistant": "final", "tool": "tool", "call": "call"}[ev.carrier]
+        ]
         self.slot_ref.append((s, index))
         self.slot_tokens.append(b.offsets[index])
         self.planted[fi].append(slot)
@@ -334,9 +349,12 @@ class _Assembler:
             snippet = _snippet(token_text(sessions[s][index]), value.form(self.slots[slot][1]))
             tags = [*plan.tags, *r.tags]
             tags.append(
-                {"user": "user-text", "assistant": "assistant-text", "tool": "tool-output"}[
-                    fact.plants[len(r.slots) - 1].carrier
-                ]
+                {
+                    "user": "user-text",
+                    "assistant": "assistant-text",
+                    "tool": "tool-output",
+                    "call": "tool-call",
+                }[fact.plants[len(r.slots) - 1].carrier]
             )
             if f"s{s + 1}" != r.session:
                 tags.append("cross-session")

@@ -40,9 +40,10 @@ from ..scenario import (
     load_scenarios,
 )
 from .build import GenError, build_scenario
-from .suites import SUITES, suite_plans
+from .suites import DEFAULT_SUITES, SUITES, suite_plans
 
 __all__ = [
+    "DEFAULT_SUITES",
     "GENERATOR_VERSION",
     "SUITES",
     "GenError",

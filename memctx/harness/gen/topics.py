@@ -32,6 +32,14 @@ class Topic:
     q_zh: tuple[str, ...]
     short_zh: tuple[str, ...]
     lines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Wording of its own, for topics whose statements do not fit their kind's template bank
+    # (a rule is laid down, a todo item is ticked off): first statements, then revisions.
+    statements: tuple[str, ...] = ()
+    revisions: tuple[str, ...] = ()
+    # Tool calls that carry the value in their input (a file renamed, created, deleted or
+    # edited): ``{"op": ..., **args}`` with ``{code}`` for the value, ``{ext}`` for the
+    # project's source file extension.
+    calls: tuple[Mapping[str, str], ...] = ()
 
 
 def _lib_topic(purpose: str) -> Topic:

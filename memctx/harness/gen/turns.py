@@ -131,6 +131,7 @@ class Plant:
     tool_lines: list[str] = field(default_factory=list)
     tool_kind: str = "env"
     secret_lines: list[str] = field(default_factory=list)
+    call: Call | None = None  # a call whose input holds the value (its output does not)
 
 
 def task_words(rng: random.Random, project: Project) -> dict[str, str]:
@@ -243,6 +244,9 @@ def work_turn(
         for call, index in zip(calls, indices, strict=True):
             if call is planted:
                 out["tool"] = index
+    if plant.call is not None:
+        # The call's own message (just before its result) is the one that holds the value.
+        out["call"] = b.tools(rng.choice(reason).format(**w), [plant.call])[0] - 1
     old, new = code_edit(rng, project, w)
     edit = Call("edit", {"path": w["file"], "old": old, "new": new}, "")
     if rng.random() < 0.3:

@@ -13,7 +13,18 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DRAWS", "LIBS", "LIB_ZH", "RARE", "Draw", "Value", "camel", "choice_value", "plain"]
+__all__ = [
+    "DRAWS",
+    "LIBS",
+    "LIB_ZH",
+    "RARE",
+    "SOURCE_EXT",
+    "Draw",
+    "Value",
+    "camel",
+    "choice_value",
+    "plain",
+]
 
 # Words that ordinary filler never uses: fact values built from them are distinctive.
 RARE = (
@@ -123,13 +134,13 @@ def _class(rng: random.Random, _lang: str) -> Value:
     return _v(f"{rng.choice(RARE).capitalize()}{rng.choice(('Webhook', 'Payout', 'Refund'))}{role}")
 
 
-_EXT = {"python": "py", "typescript": "ts", "go": "go", "rust": "rs"}
+SOURCE_EXT = {"python": "py", "typescript": "ts", "go": "go", "rust": "rs"}
 _ROOT = {"python": "app", "typescript": "src", "go": "internal", "rust": "src"}
 
 
 def _module(rng: random.Random, lang: str) -> Value:
     name = f"{rng.choice(RARE)}_{rng.choice(('reconcile', 'settlement', 'matching'))}"
-    return _v(f"{_ROOT.get(lang, 'src')}/{rng.choice(RARE)}/{name}.{_EXT.get(lang, 'py')}")
+    return _v(f"{_ROOT.get(lang, 'src')}/{rng.choice(RARE)}/{name}.{SOURCE_EXT.get(lang, 'py')}")
 
 
 def _settings(rng: random.Random, _lang: str) -> Value:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .baseline import baseline_md
 from .figures import Chart
-from .parts import HEADLINE_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
+from .parts import HEADLINE_NOTE, KIND_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
 from .tables import md_table
 
 __all__ = ["CHARTS_DIR", "report_markdown"]
@@ -48,6 +48,11 @@ def report_markdown(parts: ReportParts) -> str:
         "## Recall accuracy by suite",
         SUITE_NOTE,
         md_table(parts.by_suite),
+        *(
+            ["## Recall accuracy by probe kind", KIND_NOTE, md_table(parts.by_kind)]
+            if parts.by_kind.rows
+            else []
+        ),
         "## Checks",
         "\n".join(f"- **{c.verdict}**: {c.text}" for c in parts.checks),
         *frontier,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ..deltas_render import DELTAS_CSS
 from .baseline import baseline_html
 from .figures import Chart
-from .parts import HEADLINE_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
+from .parts import HEADLINE_NOTE, KIND_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
 from .tables import Table
 
 __all__ = ["PAGE_CSS", "html_table", "report_html"]
@@ -159,7 +159,13 @@ def report_html(parts: ReportParts, tail: str = "") -> str:
         + (baseline_html(parts.baseline) if parts.baseline else "")
         + f'<h2>Recall accuracy by suite</h2><p class="note">{esc(SUITE_NOTE)}</p>'
         f"{html_table(parts.by_suite)}"
-        f"<h2>Checks</h2><ul>{checks}</ul>"
+        + (
+            f'<h2>Recall accuracy by probe kind</h2><p class="note">{esc(KIND_NOTE)}</p>'
+            f"{html_table(parts.by_kind)}"
+            if parts.by_kind.rows
+            else ""
+        )
+        + f"<h2>Checks</h2><ul>{checks}</ul>"
         f"<h2>Cost vs accuracy frontier</h2><p>{esc(parts.frontier_note)}</p>{frontier_figure}"
         f"{html_table(parts.frontier)}<p>{esc(parts.frontier_reading)}</p>"
         f"<h2>Charts</h2>{charts}"

@@ -19,13 +19,14 @@ from .recommend import Recommendation, recommend
 from .tables import (
     Table,
     headline_table,
+    kind_table,
     pooled_records,
     provenance_lines,
     scenario_table,
     suite_table,
 )
 
-__all__ = ["HEADLINE_NOTE", "NOTHING_POOLED", "SUITE_NOTE", "ReportParts", "gather"]
+__all__ = ["HEADLINE_NOTE", "KIND_NOTE", "NOTHING_POOLED", "SUITE_NOTE", "ReportParts", "gather"]
 
 HEADLINE_NOTE = (
     "One row per strategy × embedding over every synthetic suite (real-data suites stand "
@@ -42,6 +43,13 @@ SUITE_NOTE = (
     "rank two cells whose intervals overlap."
 )
 
+KIND_NOTE = (
+    "The same probes by what they ask about, across the synthetic suites: a planted fact's "
+    "kind (config, decision, ...) or the agent's working state (a rule in force, a todo "
+    "item's status, a file's history, the reason for a choice, the step in progress). Each "
+    "cell: recall accuracy, its 95 % interval (Wilson, over n) and n."
+)
+
 
 @dataclass(frozen=True)
 class ReportParts:
@@ -53,6 +61,7 @@ class ReportParts:
         headline: The all-suites table.
         notes: Sentences under it (intervals, the summaries' model, the recall cap).
         by_suite: Recall accuracy per suite with intervals and n.
+        by_kind: Recall accuracy per probe kind (no rows without probe rows).
         checks: The claims and their verdicts.
         frontier: The frontier table.
         frontier_reading: The frontier in a sentence.
@@ -69,6 +78,7 @@ class ReportParts:
     headline: Table
     notes: tuple[str, ...]
     by_suite: Table
+    by_kind: Table
     checks: tuple[Check, ...]
     frontier: Table
     frontier_reading: str
@@ -114,6 +124,7 @@ def gather(
         headline=headline_table(summary),
         notes=(INTERVAL_NOTE, *said),
         by_suite=suite_table(summary),
+        by_kind=kind_table(probes),
         checks=tuple(run_checks(summary, probes)),
         frontier=Table(header, rows),
         frontier_reading=frontier_reading(points),

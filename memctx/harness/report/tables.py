@@ -21,6 +21,7 @@ __all__ = [
     "Table",
     "cost_per_call",
     "headline_table",
+    "kind_table",
     "md_table",
     "pooled_records",
     "provenance_lines",
@@ -114,6 +115,36 @@ def suite_table(summary: Mapping[str, Any], metric: str = "recall_accuracy") -> 
             label = "all (synthetic suites)"  # the real-data ones are never pooled
         rows.append((label, count(probes), *texts))
     return Table(header, tuple(rows))
+
+
+def kind_table(probes: Sequence[Mapping[str, Any]] | None) -> Table:
+    """Probe kinds × (strategy, embedding): recall accuracy over the synthetic suites' probes
+    of each kind, with its 95 % interval and n (the fitted probes), from ``results.jsonl``
+    rows. A kind is what a probe asks about (a config value, a rule in force, a file's new
+    name, why a choice was made, ...), across suites. No rows without probe rows."""
+    rows_in = [p for p in probes or () if p.get("suite") not in REAL_DATA_SUITES]
+    run_pairs = pairs(rows_in)
+    hits: dict[tuple[str, str, str], list[bool]] = {}
+    asked: dict[str, set[tuple[str, str]]] = {}
+    for p in rows_in:
+        kind = str(p.get("kind"))
+        got = hits.setdefault((kind, str(p["strategy"]), str(p["embedding"])), [])
+        if p.get("recall_accuracy") is not None:  # None: the context did not fit
+            got.append(bool(p["recall_accuracy"]))
+        asked.setdefault(kind, set()).add((str(p.get("scenario")), str(p.get("probe"))))
+    rows = []
+    for kind in sorted(asked):
+        cells = []
+        for pair in run_pairs:
+            scored = hits.get((kind, *pair))
+            if scored is None:
+                cells.append("n/a")
+                continue
+            share = sum(scored) / len(scored) if scored else None
+            record = {"recall_accuracy": share, "fit": len(scored)}
+            cells.append(share_of(record).text())
+        rows.append((kind, count(len(asked[kind])), *cells))
+    return Table(("kind", "probes", *(pair_label(*p) for p in run_pairs)), tuple(rows))
 
 
 def terminal_table(summary: Mapping[str, Any]) -> Table:
