@@ -7,25 +7,30 @@ at every compaction. This strategy is the hybrid, built from the two existing pa
 
 1. **Masking** (:class:`~memctx.strategies.observation_masking.ObservationMaskingStrategy`):
    every tool output older than the last ``keepLast`` (10 by default) is replaced by its
-   one-line placeholder. Each masked copy is built once and sent again, so the prefix stays
-   cached.
+   one-line placeholder, in batches of ``keepLast`` (masking waits until that many have
+   left the last ``keepLast``): each masking moves the prefix, so it moves once per batch
+   instead of at every call. Each masked copy is built once and sent again.
 2. **Archive what is masked**: each transcript message the masking hides goes whole to
    ``MemoryContext.on_before_compact`` the call it is masked (archived verbatim, redacted,
    facts mined by the configured extractor, ``memctx/offline`` by default: rules, no LLM).
-3. **Fit and recall**: the masked context goes through ``MemoryContext.on_context``. While
-   it fits, nothing is removed; the ``<recalled-context>`` block brings back what the archive
+3. **Fit and recall**: while the masked context fits the engine's smart-trim limit
+   (``window - reserveTokens - recall cap``) nothing is removed. Past it, the oldest
+   messages are dropped at once down to three quarters of the limit (:data:`TRIM_TARGET`),
+   and archived whole: a cut moves the prefix, so it moves seldom and far, like a
+   compaction, but without a summary. The rest goes through ``MemoryContext.on_context``:
+   the ``<recalled-context>`` block brings back what the archive
    holds that is relevant to the latest request (the masked outputs' originals are not in
    the context, so they are recallable), placed just before that request so the prefix stays
-   cached. When masking alone no longer fits, the engine's smart trim drops messages
-   (BM25 against the request, then oldest first, pairing repaired) and archives them, as it
-   does for any agent: trim with archive and recall, never a summary. There is no
-   compaction step (:meth:`compact` returns ``None``), so no summariser is built.
+   cached. When even the latest request and its turn do not fit, the engine's smart trim
+   drops more (BM25 against the request, then oldest first, pairing repaired) and archives
+   it, as for any agent. There is no compaction step (:meth:`compact` returns ``None``),
+   so no summariser is built and no LLM is called for the context.
 4. **Pinned rules and open tasks**: a user message that states a rule or a task ("never
-   X", "always run Y", "make sure", "TODO", "still need to") is pinned: when the trim drops
-   it, it is sent again verbatim (the same dict, so cached) after the system prompt, the
-   newest pinned first within ``pinTokens`` (5 % of the window by default, kept out of the
-   engine's window so the call still fits). Later revisions of a rule are later messages,
-   so they stay pinned before the older ones are.
+   X", "always run Y", "make sure", "TODO", "still need to") is pinned: when the cut drops
+   it, it is sent again verbatim (the same dict, so cached) right after the system prompt,
+   the newest pinned first within ``pinTokens`` (5 % of the window by default; the cut
+   leaves that room, so the call still fits). A later revision of a rule is a later
+   message, so it stays pinned before the older one does.
 
 Everything else (store, recall settings, ``memory_search``, the session-end archive) is
 ``memory-context``'s, through :class:`~memctx.strategies.memory_context.MemoryContextStrategy`.
@@ -55,8 +60,8 @@ __all__ = [
 PIN_TOKENS_KEY = "pinTokens"  # ``masking-recall:pinTokens=2000``
 PIN_SHARE = 0.05  # of the window, the pinned messages' default budget
 # Past the limit, the kept messages are cut down to this share of it: a cut costs the cache
-# once, and the next one comes only after half the limit of new messages.
-TRIM_TARGET = 0.5
+# once, and the next one comes only after a quarter of the limit of new messages.
+TRIM_TARGET = 0.75
 
 # Cue words of a standing instruction or an open task, not of a one-off request.
 _RULE_CUES = re.compile(
@@ -81,8 +86,8 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             messages' budget).
 
     Raises:
-        ValueError: ``keepLast`` is negative, or ``pinTokens`` is negative or leaves the
-            engine less than half the window.
+        ValueError: ``keepLast`` is negative, or ``pinTokens`` is negative or more than
+            half the window.
     """
 
     name = "masking-recall"
@@ -108,9 +113,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         self._pinnable: dict[int, bool] = {}  # id of a transcript message -> it is pinnable
         self._cut = 0
         self._cut_at: dict[str, Any] | None = None
-
-    def engine_window(self) -> int:
-        return self.setup.window - self.pin_tokens  # the pinned messages' room kept out
+        self._pinned: Messages = []
 
     def start_session(self, session_id: str) -> None:
         super().start_session(session_id)
@@ -118,6 +121,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         self._pinnable = {}
         self._cut = 0  # first transcript message kept after the system prompt
         self._cut_at = None  # the message there, to tell a new transcript
+        self._pinned = []  # dropped user messages sent again, in the transcript's order
 
     def prepare(self, transcript: Messages) -> Prepared:
         engine = self._engine()
@@ -131,13 +135,14 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         # whole (their masked outputs' originals are archived already and not stored twice).
         self.archive(hidden + transcript[previous:cut])
         started = time.perf_counter()
-        kept = masked[:head] + masked[cut:]
+        kept = masked[:head] + self._pinned + masked[cut:]
         context = engine.on_context(kept)
-        sent = {id(m) for m in context}
-        trimmed = cut > head or not all(id(m) in sent for m in kept)
-        context = self._with_pinned(transcript[head:], context, sent)
         latency += (time.perf_counter() - started) * 1000.0
         self._settle(engine)  # outside the timed hook, as memory-context does
+        trimmed = cut > head
+        if not trimmed:
+            sent = {id(m) for m in context}
+            trimmed = not all(id(m) in sent for m in kept)
         recovery = "masked old tool outputs (archived)"
         if trimmed:
             recovery += ", then dropped the oldest (archived)"
@@ -146,54 +151,50 @@ class MaskingRecallStrategy(MemoryContextStrategy):
     def _cut_to_fit(self, masked: Messages, head: int, limit: int) -> tuple[int, int]:
         """Where the kept messages start, and where they started at the previous call.
 
-        While the masked messages fit ``limit`` the cut stays where it is. Past it, the
-        oldest are dropped down to :data:`TRIM_TARGET` of the limit at once, not one
-        message per call: every move of the cut changes the prefix and costs the prompt
-        cache, so it moves seldom and far, as a compaction would. It stops before the
-        latest user request (the engine trims further when even that does not fit) and
-        never leaves a tool result whose call was dropped at the start.
+        While the system prompt, the pinned messages and the kept ones fit ``limit``
+        (the engine's smart-trim limit, so the engine does not trim) the cut stays where
+        it is. Past it, the oldest are dropped down to :data:`TRIM_TARGET` of the limit,
+        less the pinned messages' budget, at once, not one message per call: every move of
+        the cut changes the prefix and costs the prompt cache, so it moves seldom and far,
+        as a compaction would. It stops before the latest user request (the engine trims
+        further when even that does not fit) and never leaves a tool result whose call
+        was dropped at the start. The pinned messages are chosen again when it moves.
         """
         cut = self._cut
         if not head <= cut < len(masked) or masked[cut] is not self._cut_at:
-            cut = head  # a different transcript (or the first call): nothing dropped yet
+            cut, self._pinned = head, []  # a new transcript (or the first call)
         previous = cut
         count = self.setup.counter.count_message
         tokens = sum(map(count, masked[:head])) + sum(map(count, masked[cut:]))
-        if tokens > limit:
+        if tokens + sum(map(count, self._pinned)) > limit:
             infos = self.setup.infos
             last = len(masked) - 1
             while last > cut and not _is_request(infos.info(masked[last])):
                 last -= 1
-            target = int(limit * TRIM_TARGET)
+            target = int(limit * TRIM_TARGET) - self.pin_tokens
             while tokens > target and cut < last:
                 tokens -= count(masked[cut])
                 cut += 1
             while cut < last and infos.info(masked[cut]).has_tool_results:
                 cut += 1  # a result whose call was dropped
+            self._pinned = self._pinned_of(masked[head:cut])
         self._cut = cut
         self._cut_at = masked[cut] if cut < len(masked) else None
         return cut, previous
 
-    def _with_pinned(self, history: Messages, context: Messages, sent: set[int]) -> Messages:
-        """``context`` with the pinned user messages that were dropped (by the cut, or by the
-        engine's trim) sent again after the system prompt, the newest first within
+    def _pinned_of(self, dropped: Messages) -> Messages:
+        """The dropped user messages that state a rule or a task, the newest first within
         :attr:`pin_tokens`, in the transcript's order."""
-        if not self.pin_tokens:
-            return context
         count = self.setup.counter.count_message
         budget = self.pin_tokens
-        chosen: list[dict[str, Any]] = []
-        for message in reversed(history):
-            if id(message) in sent or not self._is_pinnable(message):
-                continue
-            tokens = count(message)
-            if tokens <= budget:
-                chosen.append(message)
-                budget -= tokens
-        if not chosen:
-            return context
-        head = leading_system_count(context, self.setup.infos)
-        return context[:head] + chosen[::-1] + context[head:]
+        chosen: Messages = []
+        for message in reversed(dropped):
+            if budget > 0 and self._is_pinnable(message):
+                tokens = count(message)
+                if tokens <= budget:
+                    chosen.append(message)
+                    budget -= tokens
+        return chosen[::-1]
 
     def _is_pinnable(self, message: dict[str, Any]) -> bool:
         key = id(message)

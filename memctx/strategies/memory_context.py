@@ -93,15 +93,11 @@ class MemoryContextStrategy(BaseStrategy):
             self.config,
             store_dir=self.store,
             session_id=session_id,
-            context_window_tokens=self.engine_window(),
+            context_window_tokens=self.setup.window,
             embedder=self.setup.embedder,
             llm=self.extractor,
             clock=self.setup.clock,
         )
-
-    def engine_window(self) -> int:
-        """The window the engine fills (a subclass may keep room of its own out of it)."""
-        return self.setup.window
 
     def prepare(self, transcript: Messages) -> Prepared:
         engine = self._engine()
