@@ -7,24 +7,27 @@ at every compaction. This strategy is the hybrid, built from the two existing pa
 
 1. **Masking** (:class:`~memctx.strategies.observation_masking.ObservationMaskingStrategy`):
    every tool output older than the last ``keepLast`` (10 by default) is replaced by its
-   one-line placeholder, in batches of ``keepLast`` (masking waits until that many have
-   left the last ``keepLast``): each masking moves the prefix, so it moves once per batch
+   one-line placeholder, in batches: between ``keepLast / 2`` and ``keepLast`` outputs stay
+   verbatim (never more than observation-masking sends), and the older ones are masked
+   ``keepLast / 2`` at a time. Each masking moves the prefix, so it moves once per batch
    instead of at every call. Each masked copy is built once and sent again.
 2. **Archive what is masked**: each transcript message the masking hides goes whole to
    ``MemoryContext.on_before_compact`` the call it is masked (archived verbatim, redacted,
    facts mined by the configured extractor, ``memctx/offline`` by default: rules, no LLM).
-3. **Fit and recall**: while the masked context fits the engine's smart-trim limit
-   (``window - reserveTokens - recall cap``) nothing is removed. Past it, the oldest
-   messages are dropped at once down to three quarters of the limit (:data:`TRIM_TARGET`),
-   and archived whole: a cut moves the prefix, so it moves seldom and far, like a
-   compaction, but without a summary. The rest goes through ``MemoryContext.on_context``:
-   the ``<recalled-context>`` block brings back what the archive
-   holds that is relevant to the latest request (the masked outputs' originals are not in
-   the context, so they are recallable), placed just before that request so the prefix stays
-   cached. When even the latest request and its turn do not fit, the engine's smart trim
-   drops more (BM25 against the request, then oldest first, pairing repaired) and archives
-   it, as for any agent. There is no compaction step (:meth:`compact` returns ``None``),
-   so no summariser is built and no LLM is called for the context.
+3. **Fit and recall**: while the masked context fits ``window - reserveTokens`` (the
+   history budget observation-masking has) nothing is removed. Past it, the oldest
+   messages are dropped at once down to ``planner.cutToRatio`` of it (0.8, the cut the
+   token-budget planner makes for the same reason) and archived whole: a cut moves the
+   prefix, so it moves seldom and far, like a compaction, but without a summary. The rest
+   goes through ``MemoryContext.on_context``, whose ``<recalled-context>`` block brings back
+   what the archive holds that is relevant to the latest request (the masked outputs'
+   originals are not in the context, so they are recallable), placed just before that
+   request so the prefix stays cached. The block's room (the recall cap) comes out of the
+   reply's reserve (:meth:`MaskingRecallStrategy.engine_config`), so a call never exceeds
+   the window. When even the latest request and its turn do not fit, the engine's smart
+   trim drops more (BM25 against the request, then oldest first, pairing repaired) and
+   archives it, as for any agent. There is no compaction step (:meth:`compact` returns
+   ``None``), so no summariser is built and no LLM is called for the context.
 4. **Pinned rules and open tasks**: a user message that states a rule or a task ("never
    X", "always run Y", "make sure", "TODO", "still need to") is pinned: when the cut drops
    it, it is sent again verbatim (the same dict, so cached) right after the system prompt,
@@ -42,6 +45,7 @@ import re
 import time
 from typing import Any
 
+from memctx.config import MemoryContextConfig
 from memctx.messages import MessageInfo, RoleKind, leading_system_count
 
 from .base import Messages, Prepared, StrategySetup
@@ -51,7 +55,6 @@ from .observation_masking import ObservationMaskingStrategy
 __all__ = [
     "PIN_SHARE",
     "PIN_TOKENS_KEY",
-    "TRIM_TARGET",
     "MaskingRecallStrategy",
     "parse_pin_tokens",
     "states_rule",
@@ -59,9 +62,6 @@ __all__ = [
 
 PIN_TOKENS_KEY = "pinTokens"  # ``masking-recall:pinTokens=2000``
 PIN_SHARE = 0.05  # of the window, the pinned messages' default budget
-# Past the limit, the kept messages are cut down to this share of it: a cut costs the cache
-# once, and the next one comes only after a quarter of the limit of new messages.
-TRIM_TARGET = 0.75
 
 # Cue words of a standing instruction or an open task, not of a one-off request.
 _RULE_CUES = re.compile(
@@ -95,10 +95,14 @@ class MaskingRecallStrategy(MemoryContextStrategy):
 
     def __init__(self, setup: StrategySetup) -> None:
         super().__init__(setup)
-        self.masking = ObservationMaskingStrategy(setup)
-        # Masked in batches of keepLast: the prefix changes once per keepLast outputs, not
-        # at every call (each output leaving the last N would otherwise move it).
-        self.masking.mask_every = max(1, self.masking.keep_last)
+        # Never more verbatim outputs than observation-masking sends (keepLast), and masked
+        # in batches: between keepLast/2 and keepLast stay verbatim, so the prefix changes
+        # once per keepLast/2 outputs, not at every call.
+        keep_last = ObservationMaskingStrategy(setup).keep_last  # parses keepLast
+        self.keep_last = keep_last
+        self.masking = ObservationMaskingStrategy(
+            setup, keep_last=(keep_last + 1) // 2, mask_every=max(1, keep_last // 2)
+        )
         given = setup.params.get(PIN_TOKENS_KEY)
         if given is None:
             pin_tokens = int(setup.window * PIN_SHARE)
@@ -114,6 +118,16 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         self._cut = 0
         self._cut_at: dict[str, Any] | None = None
         self._pinned: Messages = []
+
+    def engine_config(self) -> MemoryContextConfig:
+        """The engine's reply reserve less the recall cap: its smart-trim limit is then
+        ``window - reserveTokens``, the history budget observation-masking has, and the
+        recall block, when the history fills it, takes its room out of the reply's
+        reserve (as memory-context's block does when the kept messages exceed the limit)."""
+        config = self.config
+        cap = config.recall_cap_tokens(self.setup.window)
+        reserve = max(0, config.reserve_tokens - cap)
+        return config.with_overrides({"reserveTokens": reserve})
 
     def start_session(self, session_id: str) -> None:
         super().start_session(session_id)
@@ -153,7 +167,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
 
         While the system prompt, the pinned messages and the kept ones fit ``limit``
         (the engine's smart-trim limit, so the engine does not trim) the cut stays where
-        it is. Past it, the oldest are dropped down to :data:`TRIM_TARGET` of the limit,
+        it is. Past it, the oldest are dropped down to ``planner.cutToRatio`` of the limit,
         less the pinned messages' budget, at once, not one message per call: every move of
         the cut changes the prefix and costs the prompt cache, so it moves seldom and far,
         as a compaction would. It stops before the latest user request (the engine trims
@@ -171,7 +185,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             last = len(masked) - 1
             while last > cut and not _is_request(infos.info(masked[last])):
                 last -= 1
-            target = int(limit * TRIM_TARGET) - self.pin_tokens
+            target = int(limit * self.config.planner.cut_to_ratio) - self.pin_tokens
             while tokens > target and cut < last:
                 tokens -= count(masked[cut])
                 cut += 1

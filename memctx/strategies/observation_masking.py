@@ -109,7 +109,8 @@ class ObservationMaskingStrategy(BaseStrategy):
         again at every later call), and the transcript messages this call masked: a strategy
         that archives what it hides (``masking-recall``) hands those over whole."""
         self._follow(transcript)
-        return list(self._out), self._mask()
+        masked = self._mask()
+        return list(self._out), masked
 
     def prepare(self, transcript: Messages) -> Prepared:
         started = time.perf_counter()
