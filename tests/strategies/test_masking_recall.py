@@ -218,7 +218,7 @@ def _long_output_conversations(draw: st.DrawFn, fmt: str) -> list[dict[str, Any]
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(data=st.data(), keep=st.integers(0, 3), window=st.sampled_from([1_500, 3_000, 100_000]))
+@given(data=st.data(), keep=st.integers(0, 3), window=st.sampled_from([1_500, 6_000, 100_000]))
 def test_pairing_is_kept_and_the_input_never_changed(
     fmt: str, data: st.DataObject, keep: int, window: int
 ) -> None:
