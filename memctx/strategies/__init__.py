@@ -11,6 +11,7 @@ The built-ins, one module each:
 ``full``                    the whole history, never compacted (the ceiling while it fits)
 ``truncate``                the oldest messages dropped until the rest fits
 ``observation-masking``     old tool outputs replaced by a one-line placeholder
+``masking-recall``          masking + trim, all of it archived and recalled; rules pinned
 ``openclaw``                seed 001's compaction + memory flush into memory files + pruning
 ``meerkat``                 seed 002's turn compactor, discarded turns behind memory_search
 ``memory-context``          memctx's recall around an agent that compacts (seed 000 + 001)
@@ -83,6 +84,12 @@ def _keep_last(text: str) -> object:
     return parse_keep_last(text)
 
 
+def _pin_tokens(text: str) -> object:
+    from .masking_recall import parse_pin_tokens
+
+    return parse_pin_tokens(text)
+
+
 def _pruning_mode(text: str) -> str:
     if text not in ("off", "cache-ttl"):
         raise ValueError("pruning must be 'off' or 'cache-ttl'")
@@ -101,6 +108,14 @@ register_strategy(
     _lazy("observation_masking", "ObservationMaskingStrategy"),
     params={"keepLast": _keep_last},
     searches=False,
+    origin="memctx",
+)
+# No summaries: it never compacts; the offline extractor mines what it archives.
+register_strategy(
+    "masking-recall",
+    _lazy("masking_recall", "MaskingRecallStrategy"),
+    params={"keepLast": _keep_last, "pinTokens": _pin_tokens},
+    searches=True,
     origin="memctx",
 )
 register_strategy(

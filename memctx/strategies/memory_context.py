@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memctx.compaction import AgentCompactor, CompactionSetup, archivable
+from memctx.config import MemoryContextConfig
 from memctx.llm import LLMClient
 from memctx.messages import RoleKind, is_compaction_summary, is_recalled_block
 from memctx.runtime import MemoryContext
@@ -90,7 +91,7 @@ class MemoryContextStrategy(BaseStrategy):
         if self.compactor is not None:
             self.compactor.guard.reset()  # turns count from 0 again
         self.engine = MemoryContext(
-            self.config,
+            self.engine_config(),
             store_dir=self.store,
             session_id=session_id,
             context_window_tokens=self.setup.window,
@@ -98,6 +99,10 @@ class MemoryContextStrategy(BaseStrategy):
             llm=self.extractor,
             clock=self.setup.clock,
         )
+
+    def engine_config(self) -> MemoryContextConfig:
+        """The settings the session's engine runs with (a subclass may adjust them)."""
+        return self.config
 
     def prepare(self, transcript: Messages) -> Prepared:
         engine = self._engine()

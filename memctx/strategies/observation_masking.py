@@ -63,21 +63,30 @@ class ObservationMaskingStrategy(BaseStrategy):
         setup: The run's window, config and shared caches.
         keep_last: Tool outputs sent verbatim; ``None`` takes ``setup.params["keepLast"]``,
             else :data:`DEFAULT_KEEP_LAST`.
+        mask_every: Outputs masked together: masking waits until this many have left the
+            last ``keep_last`` (1, the published design: one at a time). Each masking changes
+            the prefix, so a larger batch keeps the prompt cache longer, at the price of up
+            to ``mask_every - 1`` more verbatim outputs.
 
     Raises:
-        ValueError: ``keep_last`` is negative.
+        ValueError: ``keep_last`` is negative or ``mask_every`` below 1.
     """
 
     name = "observation-masking"
 
-    def __init__(self, setup: StrategySetup, *, keep_last: int | None = None) -> None:
+    def __init__(
+        self, setup: StrategySetup, *, keep_last: int | None = None, mask_every: int = 1
+    ) -> None:
         super().__init__(setup)
         if keep_last is None:
             given = setup.params.get(KEEP_LAST_KEY, DEFAULT_KEEP_LAST)
             keep_last = given if isinstance(given, int) else parse_keep_last(str(given))
         if keep_last < 0:
             raise ValueError(f"keepLast must be an integer >= 0, got {keep_last}")
+        if mask_every < 1:
+            raise ValueError(f"mask_every must be an integer >= 1, got {mask_every}")
         self.keep_last = keep_last
+        self.mask_every = mask_every
         # Over the budget, truncate's own code drops the oldest messages.
         self._fitter = TruncateStrategy(setup)
         self._reset()
@@ -95,11 +104,17 @@ class ObservationMaskingStrategy(BaseStrategy):
         self._reset()
         self._fitter.start_session(session_id)
 
+    def mask(self, transcript: Messages) -> tuple[Messages, Messages]:
+        """``transcript`` with its old outputs masked (each masked copy built once and sent
+        again at every later call), and the transcript messages this call masked: a strategy
+        that archives what it hides (``masking-recall``) hands those over whole."""
+        self._follow(transcript)
+        masked = self._mask()
+        return list(self._out), masked
+
     def prepare(self, transcript: Messages) -> Prepared:
         started = time.perf_counter()
-        self._follow(transcript)
-        self._mask()
-        context = list(self._out)
+        context, _ = self.mask(transcript)
         if self._tokens <= self.setup.window - self.setup.config.reserve_tokens:
             self._fitted = False  # the fitter did not see this context
             latency = (time.perf_counter() - started) * 1000.0
@@ -149,10 +164,14 @@ class ObservationMaskingStrategy(BaseStrategy):
             elif ref.kind is BlockKind.TOOL_RESULT:
                 self._outputs.append((index, ref))
 
-    def _mask(self) -> None:
-        """Mask every output that has left the last N since the previous call."""
+    def _mask(self) -> Messages:
+        """Mask every output that has left the last N since the previous call; the
+        transcript messages masked (each once, in order)."""
         count = self.setup.counter.count_message
+        masked: dict[int, dict[str, Any]] = {}
         due = len(self._outputs) - self.keep_last
+        if due - self._passed < self.mask_every:
+            return []
         while self._passed < due:
             index, ref = self._outputs[self._passed]
             self._passed += 1
@@ -167,6 +186,8 @@ class ObservationMaskingStrategy(BaseStrategy):
             self._out[index] = new
             self._tokens += count(new) - count(old)
             self._fitted = False
+            masked[index] = self._source[index]
+        return list(masked.values())
 
 
 def parse_keep_last(text: str) -> int:

@@ -215,6 +215,24 @@ def test_the_prefix_stays_stable_call_after_call(fmt: str) -> None:
         previous, was_masked = context, masked
 
 
+@pytest.mark.parametrize("every", [1, 3])
+def test_masking_waits_for_a_batch_of_mask_every_outputs(every: int) -> None:
+    transcript = _conversation("openai", turns=12)
+    strategy = ObservationMaskingStrategy(_setup(), keep_last=2, mask_every=every)
+    strategy.start_session("s")
+    masked_before = 0
+    for at in _calls(transcript):
+        outputs = _outputs(strategy.prepare(transcript[:at]).context)
+        masked = sum(_masked(b) for _, b in outputs)
+        due = max(0, len(outputs) - 2)
+        # Masked only when a whole batch has left the last 2, then all of them at once.
+        assert masked == (due if due - masked_before >= every else masked_before)
+        masked_before = masked
+    assert masked_before and len(_outputs(transcript)) - masked_before < 2 + every
+    with pytest.raises(ValueError, match="mask_every must be an integer >= 1"):
+        ObservationMaskingStrategy(_setup(), mask_every=0)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_never_over_the_window_dropping_the_oldest_like_truncate(fmt: str) -> None:
     setup = _setup(window=7_000)
