@@ -21,6 +21,7 @@ from .model import (
     offline_reply,
     register_offline_model,
 )
+from .snapshot import state_snapshot
 from .summary import SECTION_TITLES, summarize_text
 
 __all__ = [

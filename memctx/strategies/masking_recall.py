@@ -28,12 +28,17 @@ at every compaction. This strategy is the hybrid, built from the two existing pa
    trim drops more (BM25 against the request, then oldest first, pairing repaired) and
    archives it, as for any agent. There is no compaction step (:meth:`compact` returns
    ``None``), so no summariser is built and no LLM is called for the context.
-4. **Pinned rules and open tasks**: a user message that states a rule or a task ("never
-   X", "always run Y", "make sure", "TODO", "still need to") is pinned: when the cut drops
-   it, it is sent again verbatim (the same dict, so cached) right after the system prompt,
-   the newest pinned first within ``pinTokens`` (5 % of the window by default; the cut
-   leaves that room, so the call still fits). A later revision of a rule is a later
-   message, so it stays pinned before the older one does.
+4. **The state of what was dropped, pinned**: when the cut moves, the messages it drops
+   (whole, not masked) and the previous snapshot are read by
+   :func:`memctx.offline.state_snapshot`, the structured summary ``memctx/offline`` writes
+   without a model (rules, decisions, open and done tasks, the work in progress, files and
+   the last action on each, errors and fixes, commands and results, key values), newest
+   state winning. It is sent as one ``[Context compacted]`` message right after the system
+   prompt, within ``pinTokens`` (15 % of the window, at most ``compaction.maxSummaryTokens``;
+   the cut leaves that room, so the call still fits), the same dict until the cut moves
+   again, so it stays in the cached prefix. It is what a compaction summary would keep, at
+   no model call: rules and open tasks survive the cut, and questions about the artifact
+   trail or the step in progress find their answer without a search.
 
 Everything else (store, recall settings, ``memory_search``, the session-end archive) is
 ``memory-context``'s, through :class:`~memctx.strategies.memory_context.MemoryContextStrategy`.
@@ -41,12 +46,13 @@ Everything else (store, recall settings, ``memory_search``, the session-end arch
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
+from memctx.compaction import labelled, render_messages, summary_message
 from memctx.config import MemoryContextConfig
 from memctx.messages import MessageInfo, RoleKind, leading_system_count
+from memctx.offline import state_snapshot
 
 from .base import Messages, Prepared, StrategySetup
 from .memory_context import MemoryContextStrategy
@@ -57,24 +63,12 @@ __all__ = [
     "PIN_TOKENS_KEY",
     "MaskingRecallStrategy",
     "parse_pin_tokens",
-    "states_rule",
 ]
 
 PIN_TOKENS_KEY = "pinTokens"  # ``masking-recall:pinTokens=2000``
-PIN_SHARE = 0.05  # of the window, the pinned messages' default budget
-
-# Cue words of a standing instruction or an open task, not of a one-off request.
-_RULE_CUES = re.compile(
-    r"\b(?:never|always|must(?:n't| not)?|do not|don't|make sure|remember to|from now on|"
-    r"going forward|under no circumstances|avoid|only ever|todo|to-do|still need|not yet|"
-    r"next step|open task|remaining tasks?)\b",
-    re.IGNORECASE,
-)
-
-
-def states_rule(text: str) -> bool:
-    """Whether a user's text states a rule or an open task (a cue word says so)."""
-    return _RULE_CUES.search(text) is not None
+PIN_SHARE = 0.15  # of the window, the pinned snapshot's default budget
+_PREVIOUS_LABEL = "Summary of earlier history"  # what the snapshot reads as older state
+_FRAME_TOKENS = 16  # the summary message's prefix and the message's own overhead
 
 
 class MaskingRecallStrategy(MemoryContextStrategy):
@@ -83,7 +77,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
     Args:
         setup: The run's window, config, store and caches; ``setup.params`` may hold
             ``keepLast`` (tool outputs sent verbatim) and ``pinTokens`` (the pinned
-            messages' budget).
+            snapshot's budget).
 
     Raises:
         ValueError: ``keepLast`` is negative, or ``pinTokens`` is negative or more than
@@ -105,7 +99,10 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         )
         given = setup.params.get(PIN_TOKENS_KEY)
         if given is None:
-            pin_tokens = int(setup.window * PIN_SHARE)
+            # What a compaction summary may take, and no more than a share of small windows.
+            pin_tokens = min(
+                int(setup.window * PIN_SHARE), self.config.compaction.max_summary_tokens
+            )
         else:
             pin_tokens = given if isinstance(given, int) else parse_pin_tokens(str(given))
         if pin_tokens < 0 or pin_tokens > setup.window // 2:
@@ -114,10 +111,10 @@ class MaskingRecallStrategy(MemoryContextStrategy):
                 f"got {pin_tokens}"
             )
         self.pin_tokens = pin_tokens
-        self._pinnable: dict[int, bool] = {}  # id of a transcript message -> it is pinnable
         self._cut = 0
         self._cut_at: dict[str, Any] | None = None
         self._pinned: Messages = []
+        self._state = ""  # the state snapshot of the dropped messages
 
     def engine_config(self) -> MemoryContextConfig:
         """The engine's reply reserve less the recall cap: its smart-trim limit is then
@@ -132,17 +129,17 @@ class MaskingRecallStrategy(MemoryContextStrategy):
     def start_session(self, session_id: str) -> None:
         super().start_session(session_id)
         self.masking.start_session(session_id)
-        self._pinnable = {}
         self._cut = 0  # first transcript message kept after the system prompt
         self._cut_at = None  # the message there, to tell a new transcript
-        self._pinned = []  # dropped user messages sent again, in the transcript's order
+        self._pinned = []  # the snapshot message sent after the system prompt
+        self._state = ""
 
     def prepare(self, transcript: Messages) -> Prepared:
         engine = self._engine()
         started = time.perf_counter()
         masked, hidden = self.masking.mask(transcript)
         head = leading_system_count(masked, self.setup.infos)
-        cut, previous = self._cut_to_fit(masked, head, engine.safe_limit)
+        cut, previous = self._cut_to_fit(transcript, masked, head, engine.safe_limit)
         latency = (time.perf_counter() - started) * 1000.0
         # Archived (and settled, when the caller wants determinism) before this call's
         # search, so an output masked or dropped now is recallable now. Dropped messages go
@@ -162,21 +159,23 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             recovery += ", then dropped the oldest (archived)"
         return Prepared(context, latency, trimmed, engine.recall_cap, recovery=recovery)
 
-    def _cut_to_fit(self, masked: Messages, head: int, limit: int) -> tuple[int, int]:
+    def _cut_to_fit(
+        self, transcript: Messages, masked: Messages, head: int, limit: int
+    ) -> tuple[int, int]:
         """Where the kept messages start, and where they started at the previous call.
 
-        While the system prompt, the pinned messages and the kept ones fit ``limit``
+        While the system prompt, the pinned snapshot and the kept messages fit ``limit``
         (the engine's smart-trim limit, so the engine does not trim) the cut stays where
         it is. Past it, the oldest are dropped down to ``planner.cutToRatio`` of the limit,
-        less the pinned messages' budget, at once, not one message per call: every move of
+        less the snapshot's budget, at once, not one message per call: every move of
         the cut changes the prefix and costs the prompt cache, so it moves seldom and far,
         as a compaction would. It stops before the latest user request (the engine trims
         further when even that does not fit) and never leaves a tool result whose call
-        was dropped at the start. The pinned messages are chosen again when it moves.
+        was dropped at the start. The snapshot is written again when it moves.
         """
         cut = self._cut
         if not head <= cut < len(masked) or masked[cut] is not self._cut_at:
-            cut, self._pinned = head, []  # a new transcript (or the first call)
+            cut, self._pinned, self._state = head, [], ""  # a new transcript, or the first call
         previous = cut
         count = self.setup.counter.count_message
         tokens = sum(map(count, masked[:head])) + sum(map(count, masked[cut:]))
@@ -191,33 +190,30 @@ class MaskingRecallStrategy(MemoryContextStrategy):
                 cut += 1
             while cut < last and infos.info(masked[cut]).has_tool_results:
                 cut += 1  # a result whose call was dropped
-            self._pinned = self._pinned_of(masked[head:cut])
+            self._pinned = self._pinned_of(transcript[previous:cut])
         self._cut = cut
         self._cut_at = masked[cut] if cut < len(masked) else None
         return cut, previous
 
     def _pinned_of(self, dropped: Messages) -> Messages:
-        """The dropped user messages that state a rule or a task, the newest first within
-        :attr:`pin_tokens`, in the transcript's order."""
-        count = self.setup.counter.count_message
-        budget = self.pin_tokens
-        chosen: Messages = []
-        for message in reversed(dropped):
-            if budget > 0 and self._is_pinnable(message):
-                tokens = count(message)
-                if tokens <= budget:
-                    chosen.append(message)
-                    budget -= tokens
-        return chosen[::-1]
-
-    def _is_pinnable(self, message: dict[str, Any]) -> bool:
-        key = id(message)
-        known = self._pinnable.get(key)
-        if known is None:
-            info = self.setup.infos.info(message)
-            known = _is_request(info) and states_rule(info.text)
-            self._pinnable[key] = known
-        return known
+        """The state snapshot of everything dropped so far, as one message within
+        :attr:`pin_tokens`: the previous snapshot and the messages dropped now (whole, not
+        masked), read by :func:`memctx.offline.state_snapshot`, so the newest state wins."""
+        infos = self.setup.infos
+        rendered = render_messages(infos.info(m) for m in dropped)
+        text = rendered
+        if self._state:
+            text = labelled(_PREVIOUS_LABEL, self._state) + "\n\n" + rendered
+        budget = self.pin_tokens - _FRAME_TOKENS
+        self._state = state_snapshot(text, budget) if budget > 0 else ""
+        if not self._state:
+            return []
+        message = summary_message(self._state)
+        while self.setup.counter.count_message(message) > self.pin_tokens and budget > 0:
+            budget -= max(1, budget // 10)  # the estimate and the counter differ slightly
+            self._state = state_snapshot(text, budget)
+            message = summary_message(self._state)
+        return [message] if self._state else []
 
 
 def _is_request(info: MessageInfo) -> bool:
@@ -230,7 +226,7 @@ def parse_pin_tokens(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise ValueError("want an integer >= 0 (tokens for pinned rules and tasks)") from None
+        raise ValueError("want an integer >= 0 (tokens for the pinned state snapshot)") from None
     if value < 0:
-        raise ValueError("want an integer >= 0 (tokens for pinned rules and tasks)")
+        raise ValueError("want an integer >= 0 (tokens for the pinned state snapshot)")
     return value

@@ -1,6 +1,6 @@
 """The ``masking-recall`` strategy: masking as observation-masking does (in batches, stable
-copies), what it masks or drops archived and recalled, pinned rules, the window, pairing in
-every format, and no LLM call of its own."""
+copies), what it masks or drops archived and recalled, the pinned state snapshot of what was
+dropped (rules, files), the window, pairing in every format, and no LLM call of its own."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ from strategies import FORMATS, abstract_conversations, examples, render
 from memctx.messages import (
     BlockKind,
     inspect_message,
+    is_compaction_summary,
     is_recalled_block,
     message_text,
     pairing_violations,
 )
 from memctx.strategies import build_strategy, parse_strategy, strategy_info, strategy_names
-from memctx.strategies.masking_recall import MaskingRecallStrategy, states_rule
+from memctx.strategies.masking_recall import MaskingRecallStrategy
 from memctx.strategies.observation_masking import ObservationMaskingStrategy
 
 NAME = "masking-recall"
@@ -65,7 +66,9 @@ def test_it_is_registered_and_parses_its_settings(tmp_path: Path) -> None:
     default = _build(tmp_path)
     # At most keepLast (10) outputs verbatim, as observation-masking; masked 5 at a time.
     assert default.keep_last == 10 and default.masking.keep_last == default.masking.mask_every == 5
-    assert default.pin_tokens == 50_000  # 5 % of the window
+    # A summary's budget (compaction.maxSummaryTokens), at most 15 % of a small window.
+    assert default.pin_tokens == default.config.compaction.max_summary_tokens == 4_096
+    assert _build(tmp_path / "s", window=16_000).pin_tokens == 2_400
     assert default.compactor is None and default.summarizer is None  # nothing to summarise
     assert parse_strategy(f"{NAME}:keepLast=3,pinTokens=500") == (
         NAME,
@@ -89,15 +92,6 @@ def test_it_is_registered_and_parses_its_settings(tmp_path: Path) -> None:
 def test_bad_settings_are_refused_with_the_fix(tmp_path: Path, spec: str, said: str) -> None:
     with pytest.raises(ValueError, match=said):
         build_strategy(spec, strategy_setup(tmp_path, 1_000_000))
-
-
-def test_rule_and_task_statements_are_recognised() -> None:
-    assert states_rule(RULE)
-    assert states_rule("Always run the linter before committing.")
-    assert states_rule("We still need to migrate the billing table.")
-    assert states_rule("TODO: rotate the staging keys")
-    assert not states_rule("Look at the parser code.")
-    assert not states_rule(PLANT)
 
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic"])
@@ -146,17 +140,23 @@ def test_a_masked_output_is_archived_and_recalled_by_a_later_question(tmp_path: 
     assert "8743" not in " ".join(recalled)  # the answer came from the planted output only
 
 
-def test_what_the_cut_drops_is_archived_recalled_and_rules_stay_pinned(tmp_path: Path) -> None:
+def _snapshots(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in context if is_compaction_summary(m)]
+
+
+def test_what_the_cut_drops_is_archived_recalled_and_its_state_stays_pinned(
+    tmp_path: Path,
+) -> None:
     window = 6_000
     transcript = session("s1", 60, plants={1: PLANT, 2: RULE}, tool_words=150)
-    rule = transcript[9]
-    assert RULE in message_text(rule)
+    assert RULE in message_text(transcript[9])
     strategy = _build(tmp_path, window=window)
     setup = strategy.setup
     count = setup.counter.count_message
     limit = window - setup.config.reserve_tokens  # the history's budget
     cap = setup.config.recall_cap_tokens(window)
-    cut_moves, previous_head = 0, None
+    cut_moves, previous_head, previous_snapshot = 0, None, None
+    rewritten = 0
     for at in _calls(transcript):
         part = transcript[:at]
         prepared = strategy.prepare(part)
@@ -166,18 +166,60 @@ def test_what_the_cut_drops_is_archived_recalled_and_rules_stay_pinned(tmp_path:
         assert sum(map(count, context)) <= limit + cap <= window
         assert not pairing_violations(context)
         assert context[0] is transcript[0] and context[-1] is part[-1]
-        if at > 9:
-            assert any(m is rule for m in context)  # pinned, the same dict every call
-        head = next((m for m in context[1:] if m is not rule), None)
+        snapshots = _snapshots(context)
+        assert len(snapshots) <= 1
+        if snapshots:
+            snapshot = snapshots[0]
+            assert context[1] is snapshot  # right after the system prompt
+            assert count(snapshot) <= strategy.pin_tokens
+            if transcript[9] not in context:  # the rule was dropped: its state is pinned
+                assert "Never push directly to main" in message_text(snapshot)
+            rewritten += snapshot is not previous_snapshot
+            previous_snapshot = snapshot
+        head = next((m for m in context[1:] if not is_compaction_summary(m)), None)
         cut_moves += head is not previous_head
         previous_head = head
     assert prepared.trimmed and transcript[5] not in context  # the plant's turn was dropped
     assert cut_moves < len(_calls(transcript)) / 4  # the cut moves seldom, in batches
+    assert 1 <= rewritten <= cut_moves  # the same snapshot dict until the cut moves (cached)
     question = {"role": "user", "content": QUESTION}
     context = strategy.prepare([*transcript, question]).context
     blocks = [message_text(m) for m in context if is_recalled_block(m)]
     assert blocks and "8743" in blocks[0]
-    assert any(m is rule for m in context)
+    assert "Never push directly to main" in message_text(_snapshots(context)[0])
+
+
+def test_the_snapshot_keeps_the_artifact_trail_and_the_newest_state(tmp_path: Path) -> None:
+    """Files touched by dropped tool calls are in the snapshot with their last action, and a
+    later cut keeps what an earlier snapshot knew (the previous snapshot is read back)."""
+    window = 6_000
+    transcript = session("s1", 80, tool_words=150)
+    moved = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_mv",
+                "type": "function",
+                "function": {
+                    "name": "bash",
+                    "arguments": '{"command": "git mv src/old_loader.py src/config/loader_v2.py"}',
+                },
+            }
+        ],
+    }
+    result = {"role": "tool", "tool_call_id": "call_mv", "content": ""}
+    transcript[3:3] = [moved, result]
+    strategy = _build(tmp_path, window=window)
+    seen_in: list[int] = []
+    for at in _calls(transcript):
+        context = strategy.prepare(transcript[:at]).context
+        snapshots = _snapshots(context)
+        if moved not in context and snapshots:
+            assert "loader_v2.py" in message_text(snapshots[0])
+            seen_in.append(at)
+    assert len(seen_in) > 1
+    assert strategy.prepare(transcript).trimmed
 
 
 def test_no_llm_call_but_the_offline_extractor(
