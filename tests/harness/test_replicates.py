@@ -52,13 +52,14 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+_CHANGING = (*TIMING_KEYS, "latency_ms", "run", "git")
+
+
 def _stable(value: Any) -> Any:
     """``value`` without what changes from one run to the next (timing, a call's latency,
     run id, git)."""
     if isinstance(value, dict):
-        return {
-            k: _stable(v) for k, v in value.items() if k not in (*TIMING_KEYS, "latency_ms", "run", "git")
-        }
+        return {k: _stable(v) for k, v in value.items() if k not in _CHANGING}
     if isinstance(value, list):
         return [_stable(v) for v in value]
     return value
@@ -183,9 +184,7 @@ def test_frozen_datasets_replicate_at_their_manifest_scale_and_seed(tmp_path: Pa
     manifest = json.loads((DEFAULT_DATASETS / "MANIFEST.json").read_text())
     assert plan.seeds == (manifest["seed"], 1) and plan.scale == manifest["scale"]
     regenerated = generate_suite("needle", seed=1, scale=manifest["scale"])
-    assert [s.to_json() for s in plan.scenarios[1]["needle"]] == [
-        s.to_json() for s in regenerated
-    ]
+    assert [s.to_json() for s in plan.scenarios[1]["needle"]] == [s.to_json() for s in regenerated]
 
 
 def test_suites_without_a_seed_are_played_once(tmp_path: Path) -> None:
