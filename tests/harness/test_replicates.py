@@ -249,3 +249,34 @@ def test_t_interval_is_centred_on_the_mean_and_covers_it(values: list[float]) ->
     mean = sum(values) / len(values)
     assert low <= mean + 1e-4 and high >= mean - 1e-4
     assert (low + high) / 2 == pytest.approx(mean, abs=1e-4)
+
+
+def test_an_interrupted_run_with_replicates_resumes_to_the_same_summary(
+    triple: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memctx.harness.run as run_module
+
+    real = run_module.execute_jobs
+
+    def interrupted(jobs: list[Job], options: EvalOptions, report: Any) -> Any:
+        # A third of the jobs of every replicate finish, then the run dies.
+        some = [job for job in jobs if job.index % 3 == 0]
+        assert {job.replicate for job in some} == {0, 1, 2}
+        real(some, options, report)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(run_module, "execute_jobs", interrupted)
+    out = tmp_path / "killed"
+    with pytest.raises(RuntimeError, match="killed"):
+        run_eval(_options(out, replicates=3))
+    monkeypatch.setattr(run_module, "execute_jobs", real)
+    assert not (out / "summary.json").exists()
+    plan = read_plan(out)
+    assert plan["options"]["replicates"] == 3
+    resumed = EvalOptions(
+        **plan["options"], out_dir=out, run_id=plan["run"], resume=True, jobs=1, progress=False
+    )
+    run_eval(resumed)
+    assert _stable(_summary(out)["replicates"]) == _stable(_summary(triple)["replicates"])
+    rows = _stable(_rows(out / "replicates" / "results.jsonl"))
+    assert rows == _stable(_rows(triple / "replicates" / "results.jsonl"))
