@@ -19,7 +19,7 @@ from memctx.harness.gen.generate import generate_suite
 from memctx.harness.journal import job_key, read_plan, write_plan
 from memctx.harness.metrics import t_interval, t_quantile
 from memctx.harness.replicates import REAL_DATA_ONCE, USER_SUITE_ONCE, plan_replicates
-from memctx.harness.report import write_report
+from memctx.harness.report import format_terminal_table, write_report
 from memctx.harness.run import DEFAULT_DATASETS, EvalError, EvalOptions, run_eval
 from memctx.harness.scenario import load_scenarios
 from memctx.harness.schema import TIMING_KEYS
@@ -156,6 +156,16 @@ def test_the_section_shows_each_replicate_mean_range_and_t_interval(triple: Path
         assert row in section, f"{row!r} not in the section:\n{section}"
     html = (triple / "report.html").read_text(encoding="utf-8")
     assert "<h2>Across replicates</h2>" in html
+    printed = format_terminal_table(_summary(triple))
+    assert "Across replicates" in printed
+    masking = by_hand["observation-masking", "none"]
+    assert " ".join(f"{100 * v:.1f} %" for v in masking) in " ".join(printed.split())
+
+
+def test_a_run_without_replicates_has_no_such_section(single: Path) -> None:
+    write_report(single)
+    assert "Across replicates" not in (single / "report.md").read_text(encoding="utf-8")
+    assert "Across replicates" not in format_terminal_table(_summary(single))
 
 
 def test_the_same_command_gives_the_same_replicates(triple: Path, tmp_path: Path) -> None:
