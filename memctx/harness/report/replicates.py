@@ -123,15 +123,13 @@ def _largest(spreads: Mapping[tuple[str, str, str], Spread]) -> str:
     return " ".join(out)
 
 
-def _notes(section: Mapping[str, Any]) -> tuple[str, ...]:
+def _notes(section: Mapping[str, Any], datasets: Any) -> tuple[str, ...]:
     count = int(section.get("count") or 0)
     seeds = list(section.get("seeds") or ())
     first = seeds[0] if seeds else None
-    origin = (
-        f"replicate 0 is the run's own scenarios (generator seed {first})"
-        if first is not None
-        else "replicate 0 is the run's own scenarios"
-    )
+    said = [str(datasets)] if datasets else []
+    said += [f"generator seed {first}"] if first is not None else []
+    origin = "replicate 0 is the run's own scenarios" + (f" ({', '.join(said)})" if said else "")
     later = ", ".join(str(s) for s in seeds[1:])
     which = "replicate 1 regenerates" if count == 2 else f"replicates 1 to {count - 1} regenerate"
     notes = [
@@ -210,7 +208,8 @@ def replicate_section(summary: Mapping[str, Any]) -> ReplicateSection | None:
             cells.append("n/a" if spread is None else f"{pct(spread.mean)} ({_span(spread)})")
         suite_rows.append((suite, *cells))
     by_suite = Table(("suite", *(pair_label(*p) for p in run_pairs)), tuple(suite_rows))
-    return ReplicateSection(_notes(section), pooled, by_suite, _largest(spreads))
+    datasets = (summary.get("provenance") or {}).get("datasets")
+    return ReplicateSection(_notes(section, datasets), pooled, by_suite, _largest(spreads))
 
 
 def _span_of(interval: Sequence[float]) -> str:
