@@ -148,8 +148,8 @@ def _notes(section: Mapping[str, Any], datasets: Any) -> tuple[str, ...]:
     ]
     once = section.get("once") or {}
     if once:
-        said = "; ".join(f"{suite}: {why}" for suite, why in once.items())
-        notes.append(f"Not replicated (so in no figure of this section): {said}.")
+        reasons = "; ".join(f"{suite}: {why}" for suite, why in once.items())
+        notes.append(f"Not replicated (so in no figure of this section): {reasons}.")
     if not section.get("suites"):
         notes.append("No suite of this run could be replicated: nothing to show.")
     return tuple(notes)
