@@ -134,6 +134,17 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "'memctx.strategies' entry points need no --plugin)",
     )
     parser.add_argument("--seed", type=int, default=0, help="generator and bootstrap seed")
+    parser.add_argument(
+        "--replicates",
+        type=int,
+        default=1,
+        metavar="N",
+        help="play the synthetic suites N times: replicate 0 on the run's own scenarios, "
+        "replicate r regenerated with the seed --seed + r (other facts, filler and positions); "
+        "the report adds each configuration's accuracy per replicate, mean, min-max and a 95 %% "
+        "t interval over them; tables, gate and compare read replicate 0 (default 1; "
+        "real-data suites are played once)",
+    )
     parser.add_argument("--baseline", help="summary.json to compare against (the gate)")
     parser.add_argument(
         "--fail-on",
@@ -187,6 +198,11 @@ def options_from_args(args: argparse.Namespace) -> Any:
     positive("--window", args.window)
     positive("--limit", args.limit)
     positive("--seed", args.seed, zero=True)
+    if args.replicates < 1:
+        raise OptionError(
+            f"--replicates must be 1 or more, got {args.replicates}: --replicates 1 plays each "
+            "suite once (the default), --replicates N plays the synthetic suites with N seeds"
+        )
     if args.jobs is not None:
         positive("--jobs", args.jobs)
         kwargs["jobs"] = args.jobs
@@ -205,6 +221,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
         out_dir=out,
         datasets_dir=Path(args.datasets) if args.datasets else None,
         seed=args.seed,
+        replicates=args.replicates,
         answer_model=args.answer_model,
         progress=not args.no_progress,
         plugins=tuple(args.plugin or ()),

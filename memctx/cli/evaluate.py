@@ -89,6 +89,8 @@ _RUN_SHAPING = (
     "suite", "strategy", "embedding", "window", "quick", "set", "config", "llm", "out",
     "datasets", "plugin", "real_datasets", "limit",
 )  # fmt: skip
+# Options whose default is not None: given with --resume when they differ from it.
+_RUN_SHAPING_DEFAULTS = {"replicates": 1}
 
 
 def _resumed(args: argparse.Namespace) -> Any:
@@ -96,6 +98,11 @@ def _resumed(args: argparse.Namespace) -> Any:
     from memctx.harness import EvalOptions, read_plan
 
     given = [f"--{name}" for name in _RUN_SHAPING if getattr(args, name, None)]
+    given += [
+        f"--{name}"
+        for name, default in _RUN_SHAPING_DEFAULTS.items()
+        if getattr(args, name, default) != default
+    ]
     if given:
         raise OptionError(
             f"--resume completes a run with its own options; drop {', '.join(given)} "

@@ -49,7 +49,10 @@ EXECUTORS = ("local", "ray")
 @dataclass(frozen=True)
 class Job:
     """One replay: a scenario of a suite through a strategy with an embedder at a window,
-    with the run's config (``--config`` and ``--set`` applied once, for every job)."""
+    with the run's config (``--config`` and ``--set`` applied once, for every job), in one
+    replicate of the run (0: the run's own scenarios; ``r``: the suite regenerated with the
+    seed ``seed + r``, :mod:`memctx.harness.replicates`). To the executors a replicate's jobs
+    are jobs like any other: more scenarios."""
 
     index: int
     suite: str
@@ -58,6 +61,7 @@ class Job:
     embedding: str
     window: int | None
     config: MemoryContextConfig
+    replicate: int = 0
 
     @property
     def group(self) -> str:
@@ -71,7 +75,12 @@ class Job:
 
     @property
     def label(self) -> str:
-        return f"{self.scenario.id} {self.strategy}/{self.embedding}"
+        where = (
+            f"{self.scenario.id} (replicate {self.replicate})"
+            if self.replicate
+            else self.scenario.id
+        )
+        return f"{where} {self.strategy}/{self.embedding}"
 
     def weight(self) -> int:
         # Expected cost, for the order (long jobs first, so the pool does not end on one big
@@ -131,11 +140,12 @@ def bundles(jobs: Sequence[Job]) -> list[list[Job]]:
     archive the same messages of a scenario (memory-context, meerkat) then embed them once,
     not once per strategy and worker. Hash embeds at the cost of a hash and gains nothing.
     """
-    by_scenario: dict[tuple[str, str, int | None], list[Job]] = {}
+    by_scenario: dict[tuple[int, str, str, int | None], list[Job]] = {}
     out: list[list[Job]] = []
     for job in _run_order(jobs):
         if job.embedding == "transformer":
-            key = (job.suite, job.scenario.id, job.window)
+            # Replicates reuse scenario ids: the replicate tells their scenarios apart.
+            key = (job.replicate, job.suite, job.scenario.id, job.window)
             if key not in by_scenario:
                 by_scenario[key] = []
                 out.append(by_scenario[key])

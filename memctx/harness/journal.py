@@ -43,12 +43,16 @@ _KEPT = (
     "plugins",
     "real_datasets",
     "limit",
+    "replicates",
 )
 
 
 def job_key(job: Job) -> str:
-    """What identifies a job across runs of the same plan."""
-    return f"{job.suite}\t{job.scenario.id}\t{job.strategy}\t{job.embedding}\t{job.window}"
+    """What identifies a job across runs of the same plan (a replicate's scenarios reuse the
+    ids of replicate 0's: the replicate is part of the key, left out for replicate 0 so a
+    journal written before replicates existed still resumes)."""
+    key = f"{job.suite}\t{job.scenario.id}\t{job.strategy}\t{job.embedding}\t{job.window}"
+    return f"{key}\t{job.replicate}" if job.replicate else key
 
 
 def write_plan(out: Path, options: Any, run_id: str, scenarios: Mapping[str, Any]) -> None:
@@ -58,6 +62,8 @@ def write_plan(out: Path, options: Any, run_id: str, scenarios: Mapping[str, Any
     for key in ("datasets_dir", "real_datasets"):
         kept[key] = None if data[key] is None else str(data[key])
     kept["overrides"] = dict(options.overrides)
+    if kept["replicates"] == 1:  # the default: the plan of a run without replicates as before
+        del kept["replicates"]
     plan = {"version": _PLAN_VERSION, "run": run_id, "options": kept, "scenarios": scenarios}
     out.mkdir(parents=True, exist_ok=True)
     (out / PLAN).write_text(json.dumps(plan, indent=2, ensure_ascii=False) + "\n", "utf-8")

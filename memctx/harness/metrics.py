@@ -25,6 +25,7 @@ reader of litellm's table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
@@ -41,6 +42,8 @@ __all__ = [
     "bootstrap_ci",
     "call_cost",
     "percentile",
+    "t_interval",
+    "t_quantile",
 ]
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -88,6 +91,59 @@ def bootstrap_ci(values: Sequence[float], *, seed: int = 0) -> list[float]:
     means = data[picks].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return [round(float(low), 4), round(float(high), 4)]
+
+
+def _t_coverage(t: float, df: int) -> float:
+    """``P(|T| <= t)`` for Student's t with ``df`` degrees of freedom (Abramowitz and Stegun
+    26.7.3-4: a finite sum of powers of ``cos(theta)``, exact for whole ``df``)."""
+    theta = math.atan(t / math.sqrt(df))
+    cos2 = math.cos(theta) ** 2
+    if df % 2 == 0:  # sin(theta) (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...)
+        term = total = 1.0
+        for k in range(1, df // 2):
+            term *= cos2 * (2 * k - 1) / (2 * k)
+            total += term
+        return math.sin(theta) * total
+    if df == 1:
+        return 2 * theta / math.pi
+    # 2/pi (theta + sin cos (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 + ...))
+    term = total = 1.0
+    for k in range(1, (df - 1) // 2):
+        term *= cos2 * (2 * k) / (2 * k + 1)
+        total += term
+    return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+
+
+def t_quantile(df: int, coverage: float = 0.95) -> float:
+    """The ``t`` with ``P(|T| <= t) = coverage`` for Student's t with ``df`` degrees of
+    freedom (1.96 as ``df`` grows; 12.71 for ``df = 1``), found by bisection."""
+    low, high = 0.0, 1.0
+    while _t_coverage(high, df) < coverage:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _t_coverage(mid, df) < coverage else (low, mid)
+    return (low + high) / 2
+
+
+def t_interval(values: Sequence[float]) -> list[float]:
+    """95 % Student's t interval of the mean of ``values``, each one independent measurement
+    (a replicate's figure): ``mean ± t(0.975, n-1) · sd / sqrt(n)``.
+
+    Unlike :func:`bootstrap_ci`, over the probes of one run, it is over whole runs: with
+    few of them the bootstrap would collapse, the t interval widens instead.
+
+    Returns:
+        ``[low, high]`` rounded to 4 places; ``[]`` for fewer than two values (one
+        measurement has no spread to build an interval from).
+    """
+    if len(values) < 2:
+        return []
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(n - 1) * sd / math.sqrt(n)
+    return [round(mean - half, 4), round(mean + half, 4)]
 
 
 def _share(flags: Iterable[bool | float]) -> float | None:

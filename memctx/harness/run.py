@@ -14,6 +14,10 @@ numbers cannot depend on the embedder, and running them twice would only double 
 The real-data suites (``locomo``, ``claude-code``, ``trajectories``: :mod:`.real_suites`)
 are planned and written with the synthetic ones when named in ``suites``; a real suite whose
 data is absent is skipped, the reason kept in ``summary["real_data"]["skipped"]``.
+
+With ``replicates`` above 1 the synthetic suites are also played regenerated with the seeds
+``seed + 1`` ... (:mod:`.replicates`); those jobs join the same pool, and everything above
+still describes replicate 0, the run's own scenarios.
 """
 
 from __future__ import annotations
@@ -46,6 +50,13 @@ from .real_suites import (
     clear_real_sections,
     real_suite_scenarios,
     write_real_sections,
+)
+from .replicates import (
+    ReplicatePlan,
+    clear_replicates,
+    plan_replicates,
+    replicates_section,
+    write_replicate_rows,
 )
 from .runs import RUNS, config_label, new_run_id, point_latest
 from .scenario import Scenario, load_scenarios
@@ -111,6 +122,9 @@ class EvalOptions:
             :mod:`memctx.harness.journal`) are loaded, not run again.
         datasets_dir: Frozen scenarios; ``None`` means ``datasets/v1`` of the checkout.
         seed: Seed of the generator (quick mode) and of the bootstrap.
+        replicates: Times the synthetic suites are played, each replicate ``r`` from 1 on
+            regenerated with the seed ``seed + r`` (:mod:`memctx.harness.replicates`); 1
+            (the default) plays the run's own scenarios only.
         answer_model: litellm model whose prices give ``cost_usd``.
         progress: Print one line per finished job on stderr.
         executor: Where the jobs run: ``"local"`` (this machine's process pool) or ``"ray"``
@@ -150,6 +164,7 @@ class EvalOptions:
     resume: bool = False
     datasets_dir: Path | None = None
     seed: int = 0
+    replicates: int = 1
     answer_model: str = "claude-sonnet-4-5"
     progress: bool = True
     plugins: tuple[str, ...] = ()
@@ -170,6 +185,8 @@ class EvalOptions:
         ):  # fmt: skip
             data.pop(key)
         data["overrides"] = dict(self.overrides)
+        if self.replicates == 1:  # the default: a run's config reads as it did before replicates
+            data.pop("replicates")
         for key in ("llm_concurrency", "max_cost", "llm_retries", "llm_backoff_s"):
             data.pop(key)  # how a real model is called, not what the run measures
         return data
@@ -361,6 +378,11 @@ def validate_options(options: EvalOptions) -> dict[str, str]:
             raise EvalError(str(exc)) from None
     if any(w <= 0 for w in options.windows):
         raise EvalError(f"windows must be positive token counts, got {list(options.windows)}")
+    if options.replicates < 1:
+        raise EvalError(
+            f"replicates must be 1 or more, got {options.replicates}: pass --replicates 1 to "
+            "play each suite once, or N > 1 to play the synthetic suites with N seeds"
+        )
     if options.limit is not None and options.limit <= 0:
         raise EvalError(f"limit must be a positive number of scenarios, got {options.limit}")
     known = set(SUITES) | set(REAL_DATA_SUITES)
@@ -395,22 +417,46 @@ def _check_llm_limits(options: EvalOptions) -> None:
         raise EvalError("llm_retries and llm_backoff_s must be 0 or more")
 
 
-def _plan(options: EvalOptions, suites: Mapping[str, list[Scenario]]) -> list[Job]:
+def _plan(
+    options: EvalOptions,
+    suites: Mapping[str, list[Scenario]],
+    replicas: Mapping[int, Mapping[str, list[Scenario]]] | None = None,
+) -> list[Job]:
+    """Every job: replicate 0's (``suites``), then each further replicate's (``replicas``)."""
     names = validate_options(options)
     config = options.config()
     windows: Sequence[int | None] = options.windows or (None,)
     jobs: list[Job] = []
-    for suite, scenarios in suites.items():
-        for scenario in scenarios:
-            for window in windows:
-                for strategy in options.strategies:
-                    searches = strategy_info(names[strategy]).searches
-                    embeddings = options.embeddings if searches else (NO_EMBEDDING,)
-                    for embedding in embeddings:
-                        index = len(jobs)
-                        job = Job(index, suite, scenario, strategy, embedding, window, config)
-                        jobs.append(job)
+    for replicate, played in [(0, suites), *sorted((replicas or {}).items())]:
+        for suite, scenarios in played.items():
+            for scenario in scenarios:
+                for window in windows:
+                    for strategy in options.strategies:
+                        searches = strategy_info(names[strategy]).searches
+                        embeddings = options.embeddings if searches else (NO_EMBEDDING,)
+                        for embedding in embeddings:
+                            job = Job(
+                                len(jobs), suite, scenario, strategy, embedding, window, config,
+                                replicate,
+                            )  # fmt: skip
+                            jobs.append(job)
     return jobs
+
+
+def _replicate_plan(
+    options: EvalOptions, suites: Mapping[str, list[Scenario]], out: Path
+) -> ReplicatePlan:
+    """The scenarios of replicates 1 and on (none with ``replicates == 1``)."""
+    generated = options.quick and options.datasets_dir is None
+    return plan_replicates(
+        options.replicates,
+        suites,
+        seed=options.seed,
+        generated_scale=QUICK_SCALE if generated else None,
+        datasets=options.datasets_dir or DEFAULT_DATASETS,
+        out=out,
+        resume=options.resume,
+    )
 
 
 def run_eval(options: EvalOptions) -> Path:
@@ -431,7 +477,10 @@ def run_eval(options: EvalOptions) -> Path:
     label = options.label()
     skipped: dict[str, str] = {}
     suites = load_suite_scenarios(options, skipped)
-    jobs = _plan(options, suites)
+    if not options.resume:
+        clear_replicates(out)  # left by an earlier run in this folder
+    replicas = _replicate_plan(options, suites, out)
+    jobs = _plan(options, suites, replicas.scenarios)
     if not jobs:
         why = "".join(f"; suite {suite} skipped: {reason}" for suite, reason in skipped.items())
         raise EvalError(f"nothing to run: the selected suites hold no scenarios{why}")
@@ -484,10 +533,11 @@ def run_eval(options: EvalOptions) -> Path:
         done.update(landed)  # the jobs that finished before it: the summary covers those
     finally:
         journal.close()
-    ordered = [(job, done[job.index][0]) for job in jobs if job.index in done]
+    played = [(job, done[job.index][0]) for job in jobs if job.index in done]
+    ordered = [(job, result) for job, result in played if not job.replicate]
     # Worker seconds per strategy × embedding: what each configuration costs to measure.
     by_strategy: dict[str, float] = {}
-    for job, _ in ordered:
+    for job, _ in played:
         by_strategy[job.group] = by_strategy.get(job.group, 0.0) + done[job.index][1]
     records = aggregate(
         [(job.suite, job.strategy, job.embedding, result) for job, result in ordered],
@@ -522,13 +572,18 @@ def run_eval(options: EvalOptions) -> Path:
         "config": options.config_json(),
         "records": [r for r in tagged if r["suite"] != ALL_SUITES],
         "pooled": [r for r in tagged if r["suite"] == ALL_SUITES],
-        "timing": {
-            "started_at": started_at,
-            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "wall_s": round(time.perf_counter() - wall, 1),
-            "jobs": options.jobs,
-            "strategy_s": {key: round(value, 1) for key, value in by_strategy.items()},
-        },
+    }
+    if replicas.count > 1:
+        write_replicate_rows(out, replicas, played, tag)
+        summary["replicates"] = replicates_section(
+            replicas, played, seed=options.seed, answer_model=options.answer_model, tag=tag
+        )
+    summary["timing"] = {
+        "started_at": started_at,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(time.perf_counter() - wall, 1),
+        "jobs": options.jobs,
+        "strategy_s": {key: round(value, 1) for key, value in by_strategy.items()},
     }
     if real or skipped:
         summary["real_data"] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .baseline import baseline_md
 from .figures import Chart
 from .parts import HEADLINE_NOTE, KIND_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
+from .replicates import REPLICATE_SUITE_NOTE, ReplicateSection
 from .tables import md_table
 
 __all__ = ["CHARTS_DIR", "report_markdown"]
@@ -24,6 +25,17 @@ def _recommendation(parts: ReportParts) -> str:
     if reco.caveats:
         lines += ["", "Caveats:", ""] + [f"- {line}" for line in reco.caveats]
     return "\n".join(lines).strip()
+
+
+def _replicates(section: ReplicateSection) -> list[str]:
+    return [
+        "## Across replicates",
+        "\n\n".join(section.notes),
+        md_table(section.pooled),
+        section.largest,
+        REPLICATE_SUITE_NOTE,
+        md_table(section.by_suite),
+    ]
 
 
 def report_markdown(parts: ReportParts) -> str:
@@ -53,6 +65,7 @@ def report_markdown(parts: ReportParts) -> str:
             if parts.by_kind.rows
             else []
         ),
+        *(_replicates(parts.replicates) if parts.replicates else []),
         "## Checks",
         "\n".join(f"- **{c.verdict}**: {c.text}" for c in parts.checks),
         *frontier,

@@ -19,6 +19,7 @@ from ..deltas_render import DELTAS_CSS
 from .baseline import baseline_html
 from .figures import Chart
 from .parts import HEADLINE_NOTE, KIND_NOTE, NOTHING_POOLED, SUITE_NOTE, ReportParts
+from .replicates import REPLICATE_SUITE_NOTE, ReplicateSection
 from .tables import Table
 
 __all__ = ["PAGE_CSS", "html_table", "report_html"]
@@ -133,6 +134,15 @@ def _recommendation(parts: ReportParts) -> str:
     )
 
 
+def _replicates(section: ReplicateSection) -> str:
+    notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in section.notes)
+    return (
+        f"<h2>Across replicates</h2>{notes}{html_table(section.pooled)}"
+        f"<p>{html.escape(section.largest)}</p>"
+        f'<p class="note">{html.escape(REPLICATE_SUITE_NOTE)}</p>{html_table(section.by_suite)}'
+    )
+
+
 def report_html(parts: ReportParts, tail: str = "") -> str:
     """The whole ``report.html``; ``tail`` (HTML) goes at the end of the body."""
     esc = html.escape
@@ -165,6 +175,7 @@ def report_html(parts: ReportParts, tail: str = "") -> str:
             if parts.by_kind.rows
             else ""
         )
+        + (_replicates(parts.replicates) if parts.replicates else "")
         + f"<h2>Checks</h2><ul>{checks}</ul>"
         f"<h2>Cost vs accuracy frontier</h2><p>{esc(parts.frontier_note)}</p>{frontier_figure}"
         f"{html_table(parts.frontier)}<p>{esc(parts.frontier_reading)}</p>"

@@ -16,6 +16,7 @@ from .frontier import FRONTIER_CHART, FRONTIER_NOTE, frontier, frontier_reading,
 from .intervals import INTERVAL_NOTE
 from .notes import recall_cap_run_note, summary_model_note
 from .recommend import Recommendation, recommend
+from .replicates import ReplicateSection, replicate_section
 from .tables import (
     Table,
     headline_table,
@@ -71,6 +72,7 @@ class ReportParts:
         baseline: The deltas against a baseline, None without one.
         provenance: Where the numbers come from.
         scenarios: The suites' data.
+        replicates: The "Across replicates" section, None for a run without replicates.
     """
 
     summary: Mapping[str, Any]
@@ -88,6 +90,7 @@ class ReportParts:
     baseline: BaselineSection | None
     provenance: tuple[str, ...]
     scenarios: Table
+    replicates: ReplicateSection | None = None
 
     @property
     def title(self) -> str:
@@ -134,4 +137,5 @@ def gather(
         baseline=baseline,
         provenance=tuple(provenance_lines(summary)),
         scenarios=scenario_table(summary),
+        replicates=replicate_section(summary),
     )

@@ -36,6 +36,7 @@ from .page import report_html
 from .parts import gather
 from .real_data import locomo_chart, real_data_html, real_data_md, real_suite_table, real_suites
 from .recommend import recommend
+from .replicates import replicate_section
 from .tables import Table, headline_table, suite_table, terminal_table, text_table
 
 __all__ = [
@@ -61,7 +62,8 @@ def format_terminal_table(
     """The table printed after ``memctx eval``: the synthetic suites pooled per strategy
     (left out for a run of real data alone), each real-data suite's own, the checks and the
     recommendation in a sentence (``probes``, the results.jsonl rows, make the full-ceiling
-    check compare like with like and the comparisons of configurations paired)."""
+    check compare like with like and the comparisons of configurations paired); a run with
+    replicates adds each configuration's accuracy per replicate."""
     checks = "\n".join(f"{c.verdict:<4}  {c.text}" for c in run_checks(summary, probes))
     reco = recommend(summary, probes)
     real = real_suites(summary)
@@ -72,6 +74,12 @@ def format_terminal_table(
         f"{suite} (real data, not pooled):\n{text_table(real_suite_table(summary, suite))}"
         for suite in real
     ]
+    replicates = replicate_section(summary)
+    if replicates is not None:  # the rest is replicate 0's: say how far the others moved
+        tables.append(
+            "Across replicates (pooled recall accuracy per replicate; report.md says more):\n"
+            + text_table(replicates.pooled)
+        )
     return "\n\n".join([*tables, checks, reco.headline])
 
 
