@@ -88,6 +88,7 @@ DEFAULT_STRATEGIES = (
     "openclaw",
     "meerkat",
     "memory-context",
+    "masking-recall",
     "planner",
 )
 DEFAULT_EMBEDDINGS = ("hash", "transformer")

@@ -189,31 +189,49 @@ class MaskingRecallStrategy(MemoryContextStrategy):
                 tokens -= count(masked[cut])
                 cut += 1
             while cut < last and infos.info(masked[cut]).has_tool_results:
+                tokens -= count(masked[cut])
                 cut += 1  # a result whose call was dropped
-            self._pinned = self._pinned_of(transcript[previous:cut])
+            # The snapshot takes what the kept messages leave of the limit, so the engine
+            # never has to trim for it (it may have less than pinTokens when the cut could
+            # not reach its target: the latest request alone is that large).
+            self._pinned = self._pinned_of(transcript[previous:cut], limit - tokens)
         self._cut = cut
         self._cut_at = masked[cut] if cut < len(masked) else None
         return cut, previous
 
-    def _pinned_of(self, dropped: Messages) -> Messages:
-        """The state snapshot of everything dropped so far, as one message within
-        :attr:`pin_tokens`: the previous snapshot and the messages dropped now (whole, not
-        masked), read by :func:`memctx.offline.state_snapshot`, so the newest state wins."""
+    def _pinned_of(self, dropped: Messages, room: int) -> Messages:
+        """The state snapshot of everything dropped so far, as one message of at most
+        :attr:`pin_tokens` and ``room`` tokens: the previous snapshot and the messages
+        dropped now (whole, not masked), read by :func:`memctx.offline.state_snapshot`, so
+        the newest state wins. The state carried to the next cut is the one written at
+        :attr:`pin_tokens`, whatever room this call had."""
         infos = self.setup.infos
-        rendered = render_messages(infos.info(m) for m in dropped)
-        text = rendered
+        text = render_messages(infos.info(m) for m in dropped)
         if self._state:
-            text = labelled(_PREVIOUS_LABEL, self._state) + "\n\n" + rendered
-        budget = self.pin_tokens - _FRAME_TOKENS
-        self._state = state_snapshot(text, budget) if budget > 0 else ""
+            text = labelled(_PREVIOUS_LABEL, self._state) + "\n\n" + text
+        self._state = self._snapshot(text, self.pin_tokens)
         if not self._state:
             return []
         message = summary_message(self._state)
-        while self.setup.counter.count_message(message) > self.pin_tokens and budget > 0:
-            budget -= max(1, budget // 10)  # the estimate and the counter differ slightly
-            self._state = state_snapshot(text, budget)
-            message = summary_message(self._state)
-        return [message] if self._state else []
+        count = self.setup.counter.count_message
+        if count(message) > room:
+            shown = self._snapshot(text, room)
+            message = summary_message(shown)
+            if not shown or count(message) > room:
+                return []
+        return [message]
+
+    def _snapshot(self, text: str, tokens: int) -> str:
+        """:func:`state_snapshot` whose message the counter puts within ``tokens`` (its
+        estimate and the counter differ slightly: the budget shrinks until it fits)."""
+        count = self.setup.counter.count_message
+        budget = tokens - _FRAME_TOKENS
+        while budget > 0:
+            state = state_snapshot(text, budget)
+            if not state or count(summary_message(state)) <= tokens:
+                return state
+            budget -= max(1, budget // 10)
+        return ""
 
 
 def _is_request(info: MessageInfo) -> bool:

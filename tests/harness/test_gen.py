@@ -30,6 +30,7 @@ from memctx.harness.gen.generate import (
     verify_datasets,
     write_datasets,
 )
+from memctx.harness.gen.suites import FACT_SUITES
 from memctx.harness.gen.topics import TOPICS
 from memctx.harness.gen.turns import ONE_WORD_EN, ONE_WORD_ZH
 from memctx.harness.scenario import (
@@ -103,15 +104,19 @@ def _tool_outputs(m: dict[str, Any]) -> list[str]:
 
 def test_suite_names_and_unknown_suite() -> None:
     assert (
-        *DEFAULT_SUITES,
-        "rules",
-        "task-state",
-        "artifacts",
-        "multi-cycle",
-        "decisions",
-        "continuation",
-    ) == SUITES
-    assert DEFAULT_SUITES == (
+        (
+            *FACT_SUITES,
+            "rules",
+            "task-state",
+            "artifacts",
+            "multi-cycle",
+            "decisions",
+            "continuation",
+        )
+        == SUITES
+        == DEFAULT_SUITES
+    )
+    assert FACT_SUITES == (
         "needle",
         "supersede",
         "paraphrase",
@@ -383,7 +388,7 @@ def test_full_scale_sizes() -> None:
 
 
 def test_every_fact_kind_is_probed(full: dict[str, list[Scenario]]) -> None:
-    kinds = {p.kind for suite in DEFAULT_SUITES for s in full[suite] for p in s.probes}
+    kinds = {p.kind for suite in FACT_SUITES for s in full[suite] for p in s.probes}
     assert kinds == set(FACT_KINDS)
     assert {p.kind for s in _all(full) for p in s.probes} - kinds == {
         "rule",

@@ -130,17 +130,17 @@ def test_task_items_are_asked_after_long_work(full: dict[str, list[Scenario]]) -
             assert scenario.probes and p.stale and "supersede" in p.tags
 
 
-def test_eval_plays_the_default_suites_unless_the_state_suites_are_named(
+def test_eval_plays_every_suite_of_the_datasets_unless_some_are_named(
     tmp_path: Path,
 ) -> None:
     write_datasets(tmp_path, scale=0.15, suites=("needle", "rules", "task-state"))
     played = load_suite_scenarios(EvalOptions(datasets_dir=tmp_path, suites=()))
-    assert list(played) == ["needle"]
+    assert list(played) == ["needle", "rules", "task-state"]
     named = load_suite_scenarios(EvalOptions(datasets_dir=tmp_path, suites=("rules",)))
     assert list(named) == ["rules"] and named["rules"][0].probes[0].kind == "rule"
     quick = load_suite_scenarios(EvalOptions(quick=True, suites=("task-state",)))
     assert list(quick) == ["task-state"]
-    assert "rules" not in DEFAULT_SUITES and "task-state" not in DEFAULT_SUITES
+    assert "rules" in DEFAULT_SUITES and "task-state" in DEFAULT_SUITES
 
 
 def _has_call(message: dict[str, Any]) -> bool:

@@ -59,7 +59,7 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
         assert (suite, "truncate", "none") in keys
         assert (suite, "observation-masking", "none") in keys  # never searches: one record
         assert (suite, "planner", "none") in keys
-        for searching in ("openclaw", "meerkat", "memory-context"):
+        for searching in ("openclaw", "meerkat", "memory-context", "masking-recall"):
             assert (suite, searching, "hash") in keys
     # What each configuration cost to measure, in worker seconds.
     spent = summary["timing"]["strategy_s"]
@@ -73,8 +73,8 @@ def test_run_writes_every_file_with_records_per_suite_strategy(baseline_run: Pat
     assert summary["config"]["suites"] == list(SUITES)
     rows = (baseline_run / "results.jsonl").read_text(encoding="utf-8").splitlines()
     probes = sum(v["probes"] for v in provenance["scenarios"].values())
-    # one row per probe for each strategy x embedding pair: four never search, three by hash
-    assert len(rows) == 7 * probes
+    # one row per probe for each strategy x embedding pair: four never search, four by hash
+    assert len(rows) == 8 * probes
 
 
 def test_same_command_gives_the_same_summary_apart_from_timing(
@@ -207,9 +207,9 @@ def test_progress_lines_count_jobs_and_estimate_the_rest(
 ) -> None:
     run_eval(_options(tmp_path / "p", suites=("needle",), progress=True))
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 7  # full, truncate, observation-masking, planner; 3 searching x hash
-    assert lines[0].startswith("[1/7] ") and "min left" in lines[0] and " job " in lines[0]
-    assert lines[-1].startswith("[7/7] ") and lines[-1].endswith("done")
+    assert len(lines) == 8  # full, truncate, observation-masking, planner; 4 searching x hash
+    assert lines[0].startswith("[1/8] ") and "min left" in lines[0] and " job " in lines[0]
+    assert lines[-1].startswith("[8/8] ") and lines[-1].endswith("done")
 
 
 def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
@@ -222,6 +222,7 @@ def test_observation_masking_is_a_default_and_its_setting_makes_a_variant(
         "openclaw",
         "meerkat",
         "memory-context",
+        "masking-recall",
         "planner",
     )
     with pytest.raises(SystemExit):

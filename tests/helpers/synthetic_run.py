@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctx.harness.gen.suites import DEFAULT_SUITES as SUITES
+from memctx.harness.gen.suites import FACT_SUITES as SUITES
 from memctx.harness.schema import SUMMARY_SCHEMA
 
 PAIRS = (

@@ -29,10 +29,10 @@ from .worktopics import (
     TASK_TOPICS,
 )
 
-__all__ = ["DEFAULT_SUITES", "SUITES", "suite_plans"]
+__all__ = ["DEFAULT_SUITES", "FACT_SUITES", "STATE_SUITES", "SUITES", "suite_plans"]
 
-# The suites `memctx eval` plays when none is named (the committed baseline's).
-DEFAULT_SUITES: tuple[str, ...] = (
+# The suites that plant facts of six kinds (values, decisions, issues...) and ask for them.
+FACT_SUITES: tuple[str, ...] = (
     "needle",
     "supersede",
     "paraphrase",
@@ -43,10 +43,10 @@ DEFAULT_SUITES: tuple[str, ...] = (
     "long-haul",
     "cross-session",
 )
-# Every suite the generator makes: the defaults, then the suites probing the agent's working
-# state (:mod:`~memctx.harness.gen.worktopics`), played when named until a baseline holds them.
-SUITES: tuple[str, ...] = (
-    *DEFAULT_SUITES,
+# The suites probing the agent's working state (:mod:`~memctx.harness.gen.worktopics`): rules,
+# open and done tasks, the artifact trail, decisions' reasons, the step in progress, and many
+# compaction cycles in one session.
+STATE_SUITES: tuple[str, ...] = (
     "rules",
     "task-state",
     "artifacts",
@@ -54,6 +54,9 @@ SUITES: tuple[str, ...] = (
     "decisions",
     "continuation",
 )
+# Every suite the generator makes; `memctx eval` plays them all when none is named.
+SUITES: tuple[str, ...] = (*FACT_SUITES, *STATE_SUITES)
+DEFAULT_SUITES: tuple[str, ...] = SUITES
 
 _BASE_TOKENS = 80_000
 _BASE_WINDOW = 24_000
