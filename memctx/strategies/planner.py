@@ -37,11 +37,13 @@ from memctx.compaction import (
     ContextPlan,
     SessionSummary,
     inject_summary,
+    max_tool_result_chars,
     output_refs_in,
     persist_oversized_tool_results,
     plan_context,
     sidecar_path,
     summary_injection_due,
+    truncate_oversized_tool_results,
 )
 from memctx.errors import StoreError
 from memctx.messages import leading_system_count
@@ -50,6 +52,7 @@ from memctx.text import tokenize
 from memctx.trim import PruningSession
 
 from .base import BaseStrategy, Messages, Prepared, StrategySetup
+from .truncate import TruncateStrategy
 
 __all__ = ["READ_LIMIT", "PlannerStrategy"]
 
@@ -83,6 +86,7 @@ class PlannerStrategy(BaseStrategy):
         self._extra = 0  # tokens of the summary the last call injected
         self._anchor: tuple[int, object | None] = (0, None)  # the last history start
         self._summary_at: tuple[int, str] | None = None  # the summary made at that start
+        self._fitter = TruncateStrategy(setup)  # the last resort when nothing else fits
         self.counts = {
             "payload_refs": 0,
             "payload_write_failures": 0,
@@ -156,6 +160,20 @@ class PlannerStrategy(BaseStrategy):
         recovery = ""
         if plan.mandatory_only:
             recovery = "planner: only the latest request and what follows it"
+            if setup.counter.count_messages(context) > setup.window:
+                # Even the latest request and its last exchange exceed the window (a request
+                # or a turn of outputs larger than it): the oversized results are cut to
+                # their head and tail (overflow recovery's second rung), and if that is not
+                # enough the oldest messages go as truncate drops them, so no call the
+                # provider would refuse is sent.
+                context = truncate_oversized_tool_results(
+                    context, max_chars=max_tool_result_chars(setup.window), infos=setup.infos
+                ).messages
+                recovery += ", oversized tool results cut"
+                if setup.counter.count_messages(context) > setup.window:
+                    context = self._fitter.prepare(context).context
+                    recovery += ", then the oldest dropped"
+                self._last_context = context
         elif plan.trimmed:
             recovery = f"planner: dropped the oldest {plan.dropped} messages"
         latency = (time.perf_counter() - started) * 1000.0

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers.eval_sessions import PLANT, scenario, session, strategy_setup
 
 from memctx.compaction import SUMMARY_MARKER, sidecar_path
@@ -100,3 +101,52 @@ def test_a_replay_through_the_engine_has_no_violations_and_no_secret_on_disk(
         "secrets": 0,
     }
     assert result.stats["trims"] > 0
+
+
+def _long_last_turn(outputs: int, words: int, request_words: int = 10) -> list[dict[str, Any]]:
+    """A session whose latest request is followed by ``outputs`` tool exchanges of
+    ``words`` words each (or whose request itself is ``request_words`` long)."""
+    messages = session("s1", 4, tool_words=20)
+    request = " ".join(f"step{j}" for j in range(request_words))
+    messages.append({"role": "user", "content": f"Run every check now: {request}"})
+    for k in range(outputs):
+        call_id = f"call_last_{k}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command": "make check"}'},
+                    }
+                ],
+            }
+        )
+        text = " ".join(f"line{k}_{j} ok" for j in range(words))
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("outputs", "words", "request_words"),
+    [(6, 600, 10), (1, 3_000, 10), (0, 0, 4_000)],  # the 2nd goes to a file ref, as ever
+    ids=["a turn of many outputs", "one output larger than the window", "a huge request"],
+)
+def test_a_latest_turn_larger_than_the_window_is_cut_to_fit(
+    tmp_path: Path, outputs: int, words: int, request_words: int
+) -> None:
+    """When even the latest request and its last exchange exceed the window, the call is
+    still within it (oversized results cut, then the oldest dropped) and pairs its calls."""
+    window = 4_000
+    strategy = PlannerStrategy(strategy_setup(tmp_path, window=window))
+    strategy.start_session("s1")
+    messages = _long_last_turn(outputs, words, request_words)
+    assert strategy.setup.counter.count_messages(messages[-(2 * outputs + 1) :]) > window
+    prepared = strategy.prepare(messages)
+    assert strategy.setup.counter.count_messages(prepared.context) <= window
+    assert not pairing_violations(prepared.context)
+    assert prepared.context[0]["role"] == "system"  # the system prompt stays
+    if outputs != 1:
+        assert "planner: only the latest request" in prepared.recovery
