@@ -21,9 +21,9 @@ from .chunking import (
 # ``as`` form is the explicit re-export the type checker asks for.
 from .cut import OMISSION_NOTE_RE as OMISSION_NOTE_RE
 from .cut import cut_middle as cut_middle
-from .dates import leading_date as leading_date
 from .cut import is_cut_middle as is_cut_middle
 from .cut import omission_note as omission_note
+from .dates import leading_date as leading_date
 from .keywords import (
     CJK_CHARS,
     CJK_RE,
