@@ -1,7 +1,7 @@
 """Text: the one keyword tokenizer (with stemming), the one cutter of text under a token budget
 (:func:`split_text`, and the overlapping line-aligned chunks of indexes), the one head/tail
-cut of a long text with its note (:func:`cut_middle`), secret redaction, and rule-based topic
-and entity tags.
+cut of a long text with its note (:func:`cut_middle`), the date a message's text starts with
+(:func:`leading_date`), secret redaction, and rule-based topic and entity tags.
 
 May import: :mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`.
 """

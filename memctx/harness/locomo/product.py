@@ -8,7 +8,10 @@ a block the benchmark renders itself. An agent receives something else: the one
    ``MemoryContext.on_before_compact``: one message per turn (``role`` user for the first
    speaker, assistant for the second, the speaker as ``name``, the session's date as its
    ``timestamp``), with knowledge extraction as configured (on by default: the offline
-   extractor's facts then compete for the cap as they would in use).
+   extractor's facts then compete for the cap as they would in use). With ``dates="text"``
+   the messages have neither ``name`` nor ``timestamp``: their text opens with both, as an
+   exported chat log writes them (``[8 May 2023] Caroline: ...``), and the archive reads the
+   date from the text (:func:`memctx.text.leading_date`).
 2. Each question of categories 1-4 is asked as the last (and only) user message of a call
    to ``on_context``; evidence counts only when the evidence turn's text stands whole inside
    the ``<recalled-context>`` block (a detail cut to fit does not count).
