@@ -337,8 +337,8 @@ class Archive:
                 if not text.strip():
                     self._seg_of[key] = ()  # nothing to archive; do not look again
                     continue
-                stamp = message_time(message, now)
                 role, name = self._provenance(info, role, message)
+                stamp = message_time(message, now, "" if role == "tool" else text)
                 sources.append(_Source(key, role, text, stamp, turn, name))
         if not sources:
             return []

@@ -21,9 +21,11 @@ import numpy.typing as npt
 
 from memctx.messages import BlockKind, MessageInfo
 from memctx.retrieval import ranges
-from memctx.text import Redactor
+from memctx.text import Redactor, leading_date
 
 __all__ = ["KeySet", "SegmentKeys", "archive_text", "message_time"]
+
+_DAY = 86_400.0
 
 
 class KeySet:
@@ -111,9 +113,21 @@ def archive_text(info: MessageInfo, redactor: Redactor | None = None) -> str:
     return "\n".join(parts)
 
 
-def message_time(message: dict[str, Any], default: float) -> float:
-    """The message's own ``timestamp`` (epoch s or ms, or ISO 8601), else ``default``."""
+def message_time(message: dict[str, Any], default: float, text: str = "") -> float:
+    """The message's own ``timestamp`` (epoch s or ms, or ISO 8601); without one, the date
+    ``text`` starts with (:func:`memctx.text.leading_date`: ``[8 May 2023] Caroline: ...``,
+    as an exported chat writes each line's time) unless it is more than a day past
+    ``default`` (a day: a date written in a zone ahead of UTC); else ``default``.
+
+    ``text`` is what the message says as archived; the caller passes it only for a
+    participant's message (a tool's output that opens with a log line's date is not dated by
+    it: the log is older than the call that read it).
+    """
     value = message.get("timestamp")
+    if value is None and text:
+        written = leading_date(text)
+        if written is not None and written <= default + _DAY:
+            return written
     try:
         if isinstance(value, bool):
             return default

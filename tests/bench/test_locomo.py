@@ -132,11 +132,18 @@ def test_the_product_path_counts_evidence_inside_the_recalled_block(tmp_path: Pa
         "content": "Nice! [photo: a cat]",
         "timestamp": conv.turns[1].timestamp,
     }
+    # The same chat as an exported log: no timestamp, no name, both at the text's start.
+    in_text = conversation_messages(conv, "text")
+    assert in_text[1] == {"role": "assistant", "content": "[8 May 2023] Bo: Nice! [photo: a cat]"}
+    with pytest.raises(ValueError, match="dates must be one of timestamp, text"):
+        conversation_messages(conv, "field")  # type: ignore[arg-type]
     block = "[2023-05-08]\nAnn: I adopted a cat\n named Miso.\nBo: Nice!"
     # Whitespace may differ; a turn cut short (Bo's caption missing) does not count.
     assert recalled_turns(block, conv) == {"D1:1"}
     report = evaluate_product([conv], HashEmbedder(), name="tiny", cap=2000)
     # The whole tiny archive fits the cap: every evidence turn the questions name is found.
+    assert report.questions == 2 and report.at_budget == pytest.approx(1.0)
+    report = evaluate_product([conv], HashEmbedder(), name="tiny", cap=2000, dates="text")
     assert report.questions == 2 and report.at_budget == pytest.approx(1.0)
     # With a cap too small for any turn, nothing is found (and nothing is counted outside).
     assert evaluate_product([conv], HashEmbedder(), name="tiny", cap=30).at_budget == 0.0
@@ -146,9 +153,10 @@ def test_the_bench_runs_every_method_on_a_tiny_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     reports = run_locomo(_tiny(tmp_path), embedders=("hash",), cache_dir=tmp_path / "cache")
-    product, *methods = reports
+    product, in_text, *methods = reports
     assert product.name.endswith("through on_context (the product)")
-    assert product.at_budget == pytest.approx(1.0)
+    assert in_text.name.endswith("the product, dates in the text")
+    assert product.at_budget == pytest.approx(1.0) == in_text.at_budget
     assert [r.name.split(maxsplit=1)[1] for r in methods] == [m.name.strip() for m in METHODS]
     default = methods[METHODS.index(DEFAULT_METHOD)]
     # The whole tiny archive fits in 2,000 tokens, so every evidence turn is in the block.

@@ -44,31 +44,52 @@ def test_one_conversation_through_both_paths_grows_with_the_budget(tmp_path: Pat
         ks=(5, 25),
         limit=1,
     )
-    by = {(r.path, r.size): r for r in rows}
+    by = {(r.dates, r.path, r.size): r for r in rows}
     assert set(by) == {
-        ("recall block", 500),
-        ("recall block", 2_000),
-        ("memory_search", 5),
-        ("memory_search", 25),
+        (dates, path, size)
+        for dates in ("timestamp", "text")
+        for path, size in (
+            ("recall block", 500),
+            ("recall block", 2_000),
+            ("memory_search", 5),
+            ("memory_search", 25),
+        )
     }
-    small, large = by[("recall block", 500)], by[("recall block", 2_000)]
-    assert small.questions == large.questions > 100
-    assert 0 < small.evidence_recall < large.evidence_recall <= 1
-    assert small.tokens <= 500 < large.tokens <= 2_000  # the cap holds, on average filled
-    assert by[("memory_search", 5)].evidence_recall < by[("memory_search", 25)].evidence_recall
-    assert set(large.by_category) >= {1, 2, 3, 4}
+    for dates in ("timestamp", "text"):
+        small, large = by[(dates, "recall block", 500)], by[(dates, "recall block", 2_000)]
+        assert small.questions == large.questions > 100
+        assert 0 < small.evidence_recall < large.evidence_recall <= 1
+        assert small.tokens <= 500 < large.tokens <= 2_000  # the cap holds, on average filled
+        search = by[(dates, "memory_search", 5)], by[(dates, "memory_search", 25)]
+        assert search[0].evidence_recall < search[1].evidence_recall
+        assert set(large.by_category) >= {1, 2, 3, 4}
+    # The dates read from the text group and split the conversation as the fields do: the
+    # block at 2,000 tokens finds nearly as much either way (without reading them, the text
+    # variant lost 4.5 points on this conversation).
+    text, field = by[("text", "recall block", 2_000)], by[("timestamp", "recall block", 2_000)]
+    assert text.evidence_recall > field.evidence_recall - 0.03
     saved = json.loads((tmp_path / "locomo.json").read_text())
-    assert len(saved) == 4 and (tmp_path / "locomo.md").read_text().startswith("# LoCoMo")
+    assert len(saved) == 8 and {r["dates"] for r in saved} == {"timestamp", "text"}
+    assert (tmp_path / "locomo.md").read_text().startswith("# LoCoMo")
+    assert "| hash | text | recall block | 2,000 |" in (tmp_path / "locomo.md").read_text()
 
 
 def test_the_table_names_every_row_and_the_published_references() -> None:
     row = LocomoRow(
-        "hash", "recall block", 2_000, 150, 0.843, {1: 0.5, 2: 1.0, 3: 0.5, 4: 0.9}, 0.2, 1984.0
+        "hash",
+        "text",
+        "recall block",
+        2_000,
+        150,
+        0.843,
+        {1: 0.5, 2: 1.0, 3: 0.5, 4: 0.9},
+        0.2,
+        1984.0,
     )
     table = format_locomo([row])
     assert (
-        "| hash | recall block | 2,000 | 150 | 84.3 % | 50.0 % | 100.0 % | 50.0 % | 90.0 % | - |"
-        in table
+        "| hash | text | recall block | 2,000 | 150 | 84.3 % "
+        "| 50.0 % | 100.0 % | 50.0 % | 90.0 % | - |" in table
     )
     assert f"k = 5: {100 * DRAGON[5]:.1f} %" in table and "1,764" in table
 
@@ -85,8 +106,9 @@ def test_the_command_skips_locomo_without_its_data_and_says_why(
 
 def test_the_chart_draws_both_paths_with_the_references(tmp_path: Path) -> None:
     rows = [
-        {"embedding": e, "path": p, "size": s, "evidence_recall": r}
+        {"embedding": e, "dates": d, "path": p, "size": s, "evidence_recall": r}
         for e in ("hash", "transformer")
+        for d in ("timestamp", "text")
         for p, s, r in (
             ("recall block", 500, 0.6),
             ("recall block", 2_000, 0.8),

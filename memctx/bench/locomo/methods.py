@@ -5,7 +5,8 @@ Two readings, for hash and transformer embeddings:
 - **through the product** (:mod:`.product`): every conversation archived with
   ``on_before_compact``, every question asked through ``on_context``, evidence counted inside
   the ``<recalled-context>`` block it returns. This is what an agent receives, and the figure
-  the README quotes.
+  the README quotes. Measured twice: with each message's date in its ``timestamp`` field,
+  and with the date (and the speaker) only at the start of its text.
 - **the methods table**: every conversation archived turn by turn into a fresh
   :class:`~memctx.store.RawStore` as the product archives it (the speaker as the message's
   name, the session date as its timestamp), each question ranked by
@@ -157,8 +158,9 @@ def evaluate_methods(
 ) -> list[RecallReport]:
     """Archive every conversation with the ``kind`` embedder once; evaluate each method.
 
-    With ``product``, the first report is the product's own path (:mod:`.product`), with
-    ``budget`` as ``hardCapTokens``.
+    With ``product``, the first two reports are the product's own path (:mod:`.product`),
+    with ``budget`` as ``hardCapTokens``: the dates in the messages' ``timestamp`` fields,
+    then only at the start of their text.
     """
     cache = cache_dir / f"embeddings-{kind}.bin" if cache_dir else None
     embedder = make_embedder(kind, cache_path=cache)  # type: ignore[arg-type]
@@ -169,6 +171,10 @@ def evaluate_methods(
         started = time.perf_counter()
         name = f"{kind:11s} through on_context (the product)"
         reports.append(evaluate_product(conversations, embedder, name=name, cap=budget))
+        name = f"{kind:11s} the product, dates in the text"
+        reports.append(
+            evaluate_product(conversations, embedder, name=name, cap=budget, dates="text")
+        )
         print(f"[{kind}] product path in {time.perf_counter() - started:.1f} s")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memctx-locomo-") as tmp:

@@ -8,7 +8,10 @@ a block the benchmark renders itself. An agent receives something else: the one
    ``MemoryContext.on_before_compact``: one message per turn (``role`` user for the first
    speaker, assistant for the second, the speaker as ``name``, the session's date as its
    ``timestamp``), with knowledge extraction as configured (on by default: the offline
-   extractor's facts then compete for the cap as they would in use).
+   extractor's facts then compete for the cap as they would in use). With ``dates="text"``
+   the messages have neither ``name`` nor ``timestamp``: their text opens with both, as an
+   exported chat log writes them (``[8 May 2023] Caroline: ...``), and the archive reads the
+   date from the text (:func:`memctx.text.leading_date`).
 2. Each question of categories 1-4 is asked as the last (and only) user message of a call
    to ``on_context``; evidence counts only when the evidence turn's text stands whole inside
    the ``<recalled-context>`` block (a detail cut to fit does not count).
@@ -26,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memctx.config import MemoryContextConfig
 from memctx.messages import is_recalled_block, message_text
@@ -36,8 +39,18 @@ from memctx.runtime import MemoryContext
 from .data import Conversation, Turn
 from .evaluate import RecallReport
 
-__all__ = ["CATEGORIES", "conversation_messages", "evaluate_product", "recalled_turns", "turns_in"]
+__all__ = [
+    "CATEGORIES",
+    "DATES",
+    "Dates",
+    "conversation_messages",
+    "evaluate_product",
+    "recalled_turns",
+    "turns_in",
+]
 
+Dates = Literal["timestamp", "text"]
+DATES: tuple[Dates, ...] = ("timestamp", "text")  # where a message's date is: its field, its text
 CATEGORIES = (1, 2, 3, 4)  # category 5 (adversarial) has no evidence to find
 _SPACE = re.compile(r"\s+")
 _RETENTION_DAYS = 3650
@@ -51,20 +64,37 @@ def _said(turn: Turn) -> str:
     return turn.said or turn.text
 
 
-def conversation_messages(conv: Conversation) -> list[dict[str, Any]]:
+def conversation_messages(conv: Conversation, dates: Dates = "timestamp") -> list[dict[str, Any]]:
     """The conversation as a two-party chat in OpenAI's shape: the first speaker as ``user``,
-    the second as ``assistant``, each message with its speaker as ``name`` and its
-    session's date as ``timestamp``."""
+    the second as ``assistant``.
+
+    Args:
+        conv: The conversation.
+        dates: ``timestamp``: each message carries its speaker as ``name`` and its session's
+            date as ``timestamp``. ``text``: neither; the text starts with both, as an
+            exported chat log writes them (``[8 May 2023] Caroline: ...``), so whatever
+            memctx knows of the time it reads from the text.
+    """
+    if dates not in DATES:
+        raise ValueError(f"dates must be one of {', '.join(DATES)}, got {dates!r}")
     first = conv.speakers[0]
-    return [
-        {
-            "role": "user" if turn.speaker == first else "assistant",
-            "name": turn.speaker,
-            "content": _said(turn),
-            "timestamp": turn.timestamp,
-        }
-        for turn in conv.turns
-    ]
+    messages: list[dict[str, Any]] = []
+    for turn in conv.turns:
+        role = "user" if turn.speaker == first else "assistant"
+        if dates == "text":
+            messages.append(
+                {"role": role, "content": f"[{turn.date}] {turn.speaker}: {_said(turn)}"}
+            )
+        else:
+            messages.append(
+                {
+                    "role": role,
+                    "name": turn.speaker,
+                    "content": _said(turn),
+                    "timestamp": turn.timestamp,
+                }
+            )
+    return messages
 
 
 def recalled_turns(block: str, conv: Conversation) -> set[str]:
@@ -95,6 +125,7 @@ def evaluate_product(
     name: str,
     cap: int = 2000,
     overrides: dict[str, Any] | None = None,
+    dates: Dates = "timestamp",
 ) -> RecallReport:
     """Evidence recall of the ``<recalled-context>`` block ``on_context`` builds per question.
 
@@ -105,6 +136,7 @@ def evaluate_product(
         name: The report's name.
         cap: ``hardCapTokens``.
         overrides: More configuration (dotted camelCase keys, as ``--set`` takes them).
+        dates: Where each message's date is (:func:`conversation_messages`).
     """
     # LoCoMo conversations span up to a year; the default 90-day retention would evict the
     # first months before the questions are asked. This measures recall, not retention.
@@ -132,7 +164,7 @@ def evaluate_product(
                 clock=partial(float, asked),
             )
             try:
-                engine.on_before_compact(conversation_messages(conv))
+                engine.on_before_compact(conversation_messages(conv, dates))
                 engine.wait_idle(3600)
                 conv_scores = []
                 for question in conv.questions:

@@ -12,6 +12,11 @@ timestamp). Then each question is asked two ways, as an agent meets memctx:
   (:func:`memctx.store.search_store`) without the cap: a turn counts when its text is in a
   hit.
 
+Each is measured twice: with the date in each message's ``timestamp`` field (and the speaker
+as its ``name``), and with both only at the start of the message's text (``[8 May 2023]
+Caroline: ...``, as an exported chat log writes them): the ``dates`` column, ``timestamp`` or
+``text``.
+
 Per path: evidence recall (the share of a question's evidence turns found, averaged), per
 category 1-4 and overall, whether the answer string is present, and the tokens it took.
 Category 5 (adversarial: no answer exists) is reported apart. The published reference
@@ -40,7 +45,7 @@ from memctx.store import RawStore, search_store
 
 from ..answers import normalise_answer
 from .data import CATEGORY_NAMES, Conversation, Question, load_locomo
-from .product import conversation_messages, turns_in
+from .product import DATES, Dates, conversation_messages, turns_in
 
 __all__ = [
     "DRAGON",
@@ -66,6 +71,7 @@ class LocomoRow:
 
     Attributes:
         embedding: ``hash`` or ``transformer``.
+        dates: Where the messages' dates were: their ``timestamp`` field or their ``text``.
         path: ``recall block`` or ``memory_search``.
         size: The block's token cap, or k.
         questions: Questions of categories 1-4 asked.
@@ -77,6 +83,7 @@ class LocomoRow:
     """
 
     embedding: str
+    dates: str
     path: str
     size: int
     questions: int
@@ -99,10 +106,11 @@ class _Tally:
         if category != 5:
             self.tokens.append(estimate_tokens(text))
 
-    def row(self, embedding: str, path: str, size: int) -> LocomoRow:
+    def row(self, embedding: str, dates: str, path: str, size: int) -> LocomoRow:
         main = [v for c, values in self.recall.items() if c != 5 for v in values]
         return LocomoRow(
             embedding,
+            dates,
             path,
             size,
             len(main),
@@ -121,6 +129,7 @@ def run_locomo_suite(
     budgets: Sequence[int] = LOCOMO_BUDGETS,
     ks: Sequence[int] = LOCOMO_KS,
     limit: int | None = None,
+    dates: Sequence[Dates] = DATES,
 ) -> list[LocomoRow]:
     """Run the suite (module docstring) on the LoCoMo file at ``path``.
 
@@ -131,6 +140,8 @@ def run_locomo_suite(
         budgets: Recall block caps (tokens).
         ks: ``memory_search`` limits.
         limit: The first N conversations only (a quick slice), ``None`` for all.
+        dates: Where the messages carry their dates (:func:`.product.conversation_messages`),
+            each measured on its own.
     """
     conversations = load_locomo(path)[:limit]
     rows: list[LocomoRow] = []
@@ -138,12 +149,14 @@ def run_locomo_suite(
         # Each question is asked on eight paths: its vector is computed once (this suite
         # measures recall, not the hook's latency).
         embedder = CachedEmbedder(make_embedder(embedding))
-        tallies = {("recall block", b): _Tally() for b in budgets}
-        tallies.update({("memory_search", k): _Tally() for k in ks})
-        with tempfile.TemporaryDirectory(prefix="memctx-locomo-") as tmp:
-            for conv in conversations:
-                _one_conversation(conv, embedder, Path(tmp) / conv.sample_id, budgets, ks, tallies)
-        rows += [t.row(embedding, p, s) for (p, s), t in tallies.items()]
+        for where in dates:
+            tallies = {("recall block", b): _Tally() for b in budgets}
+            tallies.update({("memory_search", k): _Tally() for k in ks})
+            with tempfile.TemporaryDirectory(prefix="memctx-locomo-") as tmp:
+                for conv in conversations:
+                    store = Path(tmp) / conv.sample_id
+                    _one_conversation(conv, embedder, store, budgets, ks, tallies, where)
+            rows += [t.row(embedding, where, p, s) for (p, s), t in tallies.items()]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "locomo.md").write_text(
@@ -164,6 +177,7 @@ def _one_conversation(
     budgets: Sequence[int],
     ks: Sequence[int],
     tallies: dict[tuple[str, int], _Tally],
+    dates: Dates,
 ) -> None:
     asked_at = max(turn.timestamp for turn in conv.turns) + 86_400.0  # the day after
     kind = "hash" if embedder.name.startswith("hash") else "transformer"
@@ -180,7 +194,7 @@ def _one_conversation(
             clock=partial(float, asked_at),
         ) as engine:
             if n == 0:  # archived once; the later caps read the same store
-                engine.on_before_compact(conversation_messages(conv))
+                engine.on_before_compact(conversation_messages(conv, dates))
                 engine.wait_idle(3600)
             for question in questions:
                 sent = engine.on_context([{"role": "user", "content": question.question}])
@@ -218,19 +232,20 @@ def _score(
 
 
 def format_locomo(rows: Sequence[LocomoRow]) -> str:
-    """A Markdown table: one line per embedding × path × size, the references after."""
+    """A Markdown table: one line per embedding × dates × path × size, the references
+    after."""
     cats = (1, 2, 3, 4)
     head = " | ".join(f"{c} {CATEGORY_NAMES[c]}" for c in cats)
     lines = [
-        f"| embedding | path | size | questions | evidence recall | {head} | "
+        f"| embedding | dates | path | size | questions | evidence recall | {head} | "
         "adversarial (5) | answer present | tokens |",
-        "|---|---|---|---|---|" + "---|" * len(cats) + "---|---|---|",
+        "|---|---|---|---|---|---|" + "---|" * len(cats) + "---|---|---|",
     ]
     for r in rows:
         per = " | ".join(f"{100 * r.by_category.get(c, 0.0):.1f} %" for c in cats)
         adv = r.by_category.get(5)
         lines.append(
-            f"| {r.embedding} | {r.path} | {r.size:,} | {r.questions} | "
+            f"| {r.embedding} | {r.dates} | {r.path} | {r.size:,} | {r.questions} | "
             f"{100 * r.evidence_recall:.1f} % | {per} | "
             f"{'-' if adv is None else f'{100 * adv:.1f} %'} | "
             f"{100 * r.answer_present:.1f} % | {r.tokens:,.0f} |"

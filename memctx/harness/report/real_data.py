@@ -50,17 +50,23 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
     out_dir.mkdir(parents=True, exist_ok=True)
     fig = new_figure(11.0, 4.6)
     block, search = fig.subplots(1, 2, sharey=True)
-    for embedding in dict.fromkeys(str(r["embedding"]) for r in rows):
+    # Rows without ``dates`` predate the dates-in-the-text variant: their dates were fields.
+    lines = dict.fromkeys((str(r["embedding"]), str(r.get("dates", "timestamp"))) for r in rows)
+    for embedding, dates in lines:
         colour, marker = _STYLE.get(embedding, ("tab:gray", "^"))
+        style = "-" if dates == "timestamp" else "--"
+        label = f"memctx, {embedding}" + ("" if dates == "timestamp" else ", dates in text")
         for ax, kind in ((block, "recall block"), (search, "memory_search")):
             points = sorted(
                 (int(r["size"]), 100 * float(r["evidence_recall"]))
                 for r in rows
-                if r["embedding"] == embedding and r["path"] == kind
+                if r["embedding"] == embedding
+                and str(r.get("dates", "timestamp")) == dates
+                and r["path"] == kind
             )
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker=marker, color=colour, label=f"memctx, {embedding}")
+                ax.plot(xs, ys, marker=marker, color=colour, linestyle=style, label=label)
     block.axvline(MEM0_TOKENS, color="gray", linestyle="--", linewidth=1)
     block.annotate(
         f"Mem0: ≈ {MEM0_TOKENS:,} tokens / question",
@@ -93,7 +99,8 @@ def locomo_chart(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> Chart | No
         "LoCoMo evidence recall against budget",
         "Evidence recall (categories 1-4) of the recall block by its token cap, with Mem0's "
         "tokens per question marked, and of memory_search by k, with the DRAGON retriever's "
-        "published figures (all 10 conversations; memctx's on the ones given).",
+        "published figures (all 10 conversations; memctx's on the ones given). Solid: the "
+        "dates in the messages' timestamp fields; dashed: only in their text.",
     )
 
 
