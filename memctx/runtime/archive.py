@@ -338,7 +338,12 @@ class Archive:
                     self._seg_of[key] = ()  # nothing to archive; do not look again
                     continue
                 role, name = self._provenance(info, role, message)
-                stamp = message_time(message, now, "" if role == "tool" else text)
+                stamp = message_time(
+                    message,
+                    now,
+                    "" if role == "tool" else text,
+                    not_before=now - self._config.eviction_days * 86_400.0,
+                )
                 sources.append(_Source(key, role, text, stamp, turn, name))
         if not sources:
             return []

@@ -113,20 +113,30 @@ def archive_text(info: MessageInfo, redactor: Redactor | None = None) -> str:
     return "\n".join(parts)
 
 
-def message_time(message: dict[str, Any], default: float, text: str = "") -> float:
+def message_time(
+    message: dict[str, Any], default: float, text: str = "", *, not_before: float | None = None
+) -> float:
     """The message's own ``timestamp`` (epoch s or ms, or ISO 8601); without one, the date
     ``text`` starts with (:func:`memctx.text.leading_date`: ``[8 May 2023] Caroline: ...``,
     as an exported chat writes each line's time) unless it is more than a day past
-    ``default`` (a day: a date written in a zone ahead of UTC); else ``default``.
+    ``default`` (a day: a date written in a zone ahead of UTC) or before ``not_before``;
+    else ``default``.
 
     ``text`` is what the message says as archived; the caller passes it only for a
     participant's message (a tool's output that opens with a log line's date is not dated by
-    it: the log is older than the call that read it).
+    it: the log is older than the call that read it). ``not_before`` is the eviction
+    horizon: a date read from the text is a guess, and a guess must never make a message
+    expire the moment it is archived (a pasted ``[1 Jan 2020] notes`` is kept as of now);
+    a ``timestamp`` the caller set is its own statement and is kept whatever its age.
     """
     value = message.get("timestamp")
     if value is None and text:
         written = leading_date(text)
-        if written is not None and written <= default + _DAY:
+        if (
+            written is not None
+            and written <= default + _DAY
+            and (not_before is None or written >= not_before)
+        ):
             return written
     try:
         if isinstance(value, bool):

@@ -78,9 +78,11 @@ def test_an_iso_prefix_reads_back_the_minute_it_names(when: datetime) -> None:
 NOW = _at(2024, 1, 10, 12)
 
 
-def _stamps(tmp_path: Path, messages: list[dict[str, object]]) -> dict[str, float]:
+def _stamps(
+    tmp_path: Path, messages: list[dict[str, object]], eviction_days: int = 3650
+) -> dict[str, float]:
     """Archive ``messages`` at NOW; each stored text's timestamp."""
-    config = MemoryContextConfig().with_overrides({"evictionDays": 3650})
+    config = MemoryContextConfig().with_overrides({"evictionDays": eviction_days})
     with MemoryContext(
         config,
         store_dir=tmp_path / "store",
@@ -123,3 +125,20 @@ def test_the_archive_dates_a_message_by_its_text_only_without_a_timestamp(
     assert stamps["We met on [8 May 2023] at the park"] == NOW
     assert stamps["[8 May 2025] Caroline: a date after now"] == NOW
     assert stamps["[2023-05-08 10:00] INFO started"] == NOW
+
+
+def test_a_date_in_the_text_never_makes_a_message_expire_on_arrival(tmp_path: Path) -> None:
+    """Past the eviction horizon a date read from the text is not the message's time (the
+    message would be evicted as soon as it is stored); a set ``timestamp`` is the caller's."""
+    old = _at(2020, 1, 1)
+    stamps = _stamps(
+        tmp_path,
+        [
+            {"role": "user", "content": "[1 Jan 2020] notes: the staging port is 8443"},
+            {"role": "user", "content": "[5 Jan 2024] notes: the API moved to v2"},
+            {"role": "user", "content": "pasted with its own time", "timestamp": old},
+        ],
+        eviction_days=90,
+    )
+    assert stamps["[1 Jan 2020] notes: the staging port is 8443"] == NOW
+    assert stamps["[5 Jan 2024] notes: the API moved to v2"] == _at(2024, 1, 5)
