@@ -42,8 +42,8 @@ imports:  ## the layers contract (import-linter) and public names only across su
 docs: setup  ## write docs/configuration.md from the config model
 	$(BIN)/python scripts/config_docs.py
 
-eval: setup  ## run the default benchmark; writes reports/latest/
-	$(BIN)/memctx eval
+eval: setup  ## run the default benchmark (three generator seeds); writes reports/latest/
+	$(BIN)/memctx eval --replicates 3
 
 gate: setup  ## the benchmark, then fail on a regression against reports/baseline/
 	$(BIN)/memctx eval --baseline reports/baseline/summary.json
