@@ -57,7 +57,7 @@ def test_a_quick_run_against_the_full_baseline_is_refused_before_it_runs(
     assert lines[0].startswith(
         "memctx: cannot compare this run with the baseline: this run is a quick run, the "
         "baseline a full one; different scenarios in needle, supersede, paraphrase, "
-        "tool-heavy and 5 more"
+        "tool-heavy and 11 more"
     )
     assert (
         "  - quick: this run played the small generated set (--quick), the baseline the "
@@ -78,7 +78,7 @@ def test_a_quick_run_against_the_full_baseline_is_refused_before_it_runs(
         (
             ["--suite", "needle", "--embedding", "hash"],
             "different suites (only in the baseline: supersede, paraphrase, tool-heavy, cjk "
-            "and 4 more)",
+            "and 10 more)",
         ),
         (["--window", "50000"], "different context windows"),
         (["--answer-model", "gpt-4o"], "costs priced for different models"),

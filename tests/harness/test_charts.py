@@ -124,7 +124,7 @@ def test_the_frontier_chart_of_the_baseline_is_a_png(tmp_path: Path) -> None:
     width, height = _size(chart.path.read_bytes())
     assert 600 <= width <= 2000 and 300 <= height <= 1000
     assert chart.caption.endswith(
-        "Not drawn, not comparable: full (accuracy over 11 of 380 probes only)."
+        "Not drawn, not comparable: full (accuracy over 11 of 668 probes only)."
     )
 
 

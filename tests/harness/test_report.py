@@ -382,19 +382,23 @@ def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> 
     assert "![Cost vs recall accuracy: the frontier](charts/frontier.png)" in section
     assert "charts/frontier.png" not in md.split("## Charts", 1)[1]  # shown once, here
     for row in (
-        "| meerkat × hash | $0.01537 | $68.0790 | 27.1 % (23–32) n=380 | on the frontier |",
-        "| openclaw × transformer | $0.02242 | $99.2868 | 26.6 % (22–31) n=380 | dominated by "
-        "meerkat × hash |",
-        "| memory-context × hash | $0.02727 | $120.7712 | 72.1 % (67–77) n=380 | on the frontier |",
-        "| planner | $0.02585 | $114.4692 | 25.5 % (21–30) n=380 | dominated by meerkat × hash |",
-        "| full | $0.07523 | $333.1273 | 81.8 % (52–100) n=11 | not comparable: accuracy over "
-        "11 of 380 probes only |",
-        "| truncate | $0.09253 | $409.7301 | 25.0 % (21–30) n=380 | dominated by meerkat × hash |",
+        "| meerkat × hash | $0.01243 | $100.6257 | 42.2 % (38–46) n=668 | on the frontier |",
+        "| openclaw × transformer | $0.01591 | $128.7865 | 42.7 % (39–46) n=668 | on the "
+        "frontier |",
+        "| masking-recall × hash | $0.01862 | $150.7073 | 82.3 % (79–85) n=668 | on the frontier |",
+        "| memory-context × hash | $0.02090 | $169.1768 | 77.7 % (74–81) n=668 | dominated by "
+        "masking-recall × hash |",
+        "| observation-masking | $0.02355 | $190.6614 | 51.0 % (47–55) n=668 | dominated by "
+        "masking-recall × hash |",
+        "| planner | $0.01714 | $138.7206 | 17.4 % (15–20) n=668 | dominated by meerkat × hash |",
+        "| full | $0.05148 | $416.6993 | 81.8 % (52–100) n=11 | not comparable: accuracy over "
+        "11 of 668 probes only |",
+        "| truncate | $0.05544 | $448.7660 | 15.7 % (13–19) n=668 | dominated by meerkat × hash |",
     ):
         assert row in section, row
     reading = (
-        "Not dominated: meerkat × hash, meerkat × transformer, observation-masking, "
-        "memory-context × hash, memory-context × transformer."
+        "Not dominated: meerkat × hash, meerkat × transformer, openclaw × hash, openclaw × "
+        "transformer, masking-recall × hash, masking-recall × transformer."
     )
     assert section.rstrip().endswith(reading)
     order = ["## Recommendation", "## Checks", "## Cost vs accuracy frontier", "## Charts",
