@@ -113,6 +113,7 @@ from .prompts import (
     TURN_PREFIX_INSTRUCTIONS,
     SummaryPrompt,
     summary_request,
+    with_previous_summary,
 )
 from .recovery import (
     MAX_OVERFLOW_COMPACTION_ATTEMPTS,

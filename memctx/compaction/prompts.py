@@ -33,6 +33,7 @@ __all__ = [
     "TURN_PREFIX_INSTRUCTIONS",
     "SummaryPrompt",
     "summary_request",
+    "with_previous_summary",
 ]
 
 SummaryPrompt = Literal["handoff", "structured"]
@@ -109,6 +110,13 @@ PREVIOUS_SUMMARY_NOTE = (
 _PREVIOUS_LABEL = "Summary of earlier history"
 
 
+def with_previous_summary(conversation: str, previous_summary: str) -> str:
+    """The rendered ``conversation`` opened by the summary of the history before it, as a
+    labelled paragraph: what every summariser reads (``memctx/offline``'s snapshot reads
+    it back as the older state, so the newest state wins)."""
+    return f"{labelled(_PREVIOUS_LABEL, previous_summary)}\n\n{conversation}"
+
+
 def summary_request(
     conversation: str,
     *,
@@ -136,7 +144,7 @@ def summary_request(
     body = conversation
     task = PROMPTS[prompt]
     if previous_summary:
-        body = f"{labelled(_PREVIOUS_LABEL, previous_summary)}\n\n{conversation}"
+        body = with_previous_summary(conversation, previous_summary)
         task = f"{task}\n\n{PREVIOUS_SUMMARY_NOTE}"
     if instructions and instructions.strip():
         task = f"{task}\n\nAdditional focus:\n{instructions.strip()}"

@@ -279,12 +279,11 @@ def _synthetic_scenarios(options: EvalOptions) -> dict[str, list[Scenario]]:
             raise EvalError(f"unknown suite(s) {unknown}; valid: {', '.join(SUITES)}")
         return {s: generate_suite(s, seed=options.seed, scale=QUICK_SCALE) for s in suites}
     root = options.datasets_dir or DEFAULT_DATASETS
-    # Every SUITE.jsonl(.gz) in the folder is a suite: the generator's, or the user's own;
-    # of the generator's, only the default ones play when none is named.
+    # Every SUITE.jsonl(.gz) in the folder is a suite, the generator's or the user's own, and
+    # every one plays when none is named.
     found = dataset_suites(root)
     available = [s for s in SUITES if s in found] + sorted(set(found) - set(SUITES))
-    default = [s for s in available if s in DEFAULT_SUITES or s not in SUITES]
-    suites = named or tuple(default) or DEFAULT_SUITES
+    suites = named or tuple(available) or DEFAULT_SUITES
     unknown = [s for s in suites if s not in found and s not in SUITES]
     if unknown:
         valid = ", ".join(dict.fromkeys([*available, *SUITES]))

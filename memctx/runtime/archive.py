@@ -312,6 +312,7 @@ class Archive:
     ) -> list[str]:
         sources: list[_Source] = []
         now = self._clock()
+        horizon = now - self._config.eviction_days * 86_400.0  # a text's date before it: now
         with self._mutex:
             seen: set[Hashable] = set()
             for message, turn in pairs:
@@ -339,10 +340,7 @@ class Archive:
                     continue
                 role, name = self._provenance(info, role, message)
                 stamp = message_time(
-                    message,
-                    now,
-                    "" if role == "tool" else text,
-                    not_before=now - self._config.eviction_days * 86_400.0,
+                    message, now, "" if role == "tool" else text, not_before=horizon
                 )
                 sources.append(_Source(key, role, text, stamp, turn, name))
         if not sources:

@@ -49,7 +49,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memctx.compaction import labelled, render_messages, summary_message
+from memctx.compaction import render_messages, summary_message, with_previous_summary
 from memctx.config import MemoryContextConfig
 from memctx.messages import MessageInfo, RoleKind, leading_system_count
 from memctx.offline import state_snapshot
@@ -67,7 +67,6 @@ __all__ = [
 
 PIN_TOKENS_KEY = "pinTokens"  # ``masking-recall:pinTokens=2000``
 PIN_SHARE = 0.15  # of the window, the pinned snapshot's default budget
-_PREVIOUS_LABEL = "Summary of earlier history"  # what the snapshot reads as older state
 _FRAME_TOKENS = 16  # the summary message's prefix and the message's own overhead
 
 
@@ -208,7 +207,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         infos = self.setup.infos
         text = render_messages(infos.info(m) for m in dropped)
         if self._state:
-            text = labelled(_PREVIOUS_LABEL, self._state) + "\n\n" + text
+            text = with_previous_summary(text, self._state)
         self._state = self._snapshot(text, self.pin_tokens)
         if not self._state:
             return []

@@ -52,7 +52,7 @@ from memctx.text import tokenize
 from memctx.trim import PruningSession
 
 from .base import BaseStrategy, Messages, Prepared, StrategySetup
-from .truncate import TruncateStrategy
+from .truncate import TruncateStrategy, send_whole
 
 __all__ = ["READ_LIMIT", "PlannerStrategy"]
 
@@ -170,8 +170,9 @@ class PlannerStrategy(BaseStrategy):
                     context, max_chars=max_tool_result_chars(setup.window), infos=setup.infos
                 ).messages
                 recovery += ", oversized tool results cut"
-                if setup.counter.count_messages(context) > setup.window:
-                    context = self._fitter.prepare(context).context
+                fitted, whole = send_whole(setup, context, self._fitter)
+                context = fitted.context
+                if whole is None:
                     recovery += ", then the oldest dropped"
                 self._last_context = context
         elif plan.trimmed:
