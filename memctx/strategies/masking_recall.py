@@ -190,10 +190,13 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             while cut < last and infos.info(masked[cut]).has_tool_results:
                 tokens -= count(masked[cut])
                 cut += 1  # a result whose call was dropped
-            # The snapshot takes what the kept messages leave of the limit, so the engine
-            # never has to trim for it (it may have less than pinTokens when the cut could
-            # not reach its target: the latest request alone is that large).
-            self._pinned = self._pinned_of(transcript[previous:cut], limit - tokens)
+            # The snapshot may take what the kept messages and the recall block leave of the
+            # window: less than pinTokens only when the cut could not reach its target (the
+            # turn since the latest request is that long). The engine's smart trim then
+            # brings the kept messages under the limit (the snapshot is protected there, as
+            # a compaction summary is), and whatever it does the call stays in the window.
+            room = self.setup.window - self.config.recall_cap_tokens(self.setup.window) - tokens
+            self._pinned = self._pinned_of(transcript[previous:cut], room)
         self._cut = cut
         self._cut_at = masked[cut] if cut < len(masked) else None
         return cut, previous
