@@ -8,6 +8,14 @@ about it, which tasks are still open, what was being done at the end, and the ex
 Every part of that is legible in a coding agent's transcript without a model: tool calls
 name their tool and arguments, results say whether they failed, task lists are JSON.
 
+Two parts of that state are easy to lose in a sample of lines. The step in progress: an
+agent says what it is on ("now working on `retry_refunds`", "I'm in the middle of the export
+job"), and the newest such statement that names its work is kept under ``Work in progress``
+apart from the last thing said, which is as often a status line about something finished.
+The artifact trail: each file's actions, and for a one-line edit (a setting, a constant)
+what it changed (``config/logging.yaml: edited (format: plain → format: json)``); files
+created, deleted or renamed are kept before files edited, and those before files only read.
+
 **Input.** The offline model receives what the compaction sends any model: the rendered
 history (:func:`memctx.compaction.render_messages`, labelled paragraphs such as ``[User]:``,
 ``[Assistant tool calls]: Edit({"file_path": …})`` or ``[Tool result bash (error)]:``) inside
@@ -39,7 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from memctx.messages import estimate_tokens
-from memctx.text import redact
+from memctx.text import STOPWORDS, redact
 
 from .summary import clip_line, summarize_text
 
@@ -79,15 +87,15 @@ _SHARES = {
     REQUESTS: 0.08,
     TASKS: 0.08,
     DONE: 0.04,
-    WORK: 0.06,
+    WORK: 0.10,
     FILES: 0.14,
     ERRORS: 0.12,
-    COMMANDS: 0.16,
+    COMMANDS: 0.12,
     VALUES: 0.12,
 }
 # In the second pass, sections are filled in this order.
 _PRIORITY = (RULES, TASKS, WORK, DECISIONS, REQUESTS, FILES, ERRORS, COMMANDS, VALUES, DONE)
-_SAID, _CALLED = "Last said: ", "Last tool calls: "
+_STEP, _SAID, _CALLED = "Step in progress: ", "Last said: ", "Last tool calls: "
 _ITEM_CHARS = 240  # one item never takes more than ~80 tokens
 _REQUEST_CHARS = 400
 
@@ -135,6 +143,36 @@ _FIX_CUE = re.compile(
     r"|wrong|should|forgot|the reason|resolved?|root cause|works now|passes now)\b",
     re.I,
 )
+# A statement of the step of work in progress ("I'm in the middle of X", "current step: X",
+# "switching to X now", "started X"): what a resumed session must pick up. Kept apart from
+# the newest thing said, which is as often a status line about something finished.
+_STEP_CUE = re.compile(
+    r"\b(?:in the middle of|halfway|midway|half[- ](?:done|finished)|partially done"
+    r"|current(?:ly)? (?:step|task|focus|working on|on|doing|busy with)"
+    r"|now (?:working on|on|doing|busy with|focusing on|starting)"
+    r"|(?:i[’']m|i am|we[’']re|we are)(?: now| still)? (?:working on|busy with|focusing on"
+    r"|starting on|continuing (?:with|on))"
+    r"|switching (?:over )?to|moving on to|next up|picking (?:up|back up) (?:on|with)?"
+    r"|started (?:on |work on |working on )?`|paused|resuming)"
+    r"|^\s*(?:now )?working on\b|正在|进行中",
+    re.I,
+)
+# What makes a step statement name the work: a code span, a path or an identifier.
+_NAMED = re.compile(r"`[^`\n]+`|\b[\w.-]+/[\w./-]+|\b[a-z]+(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z]\w*\b")
+
+
+def _step_statement(sentence: str) -> bool:
+    """``sentence`` states the step in progress and names it ("moving on to the next item"
+    names nothing: a resumed session learns nothing from it)."""
+    cue = _STEP_CUE.search(sentence)
+    if cue is None:
+        return False
+    if _NAMED.search(sentence):
+        return True
+    after = re.findall(r"[A-Za-z]{3,}", sentence[cue.end() :])
+    return sum(w.lower() not in STOPWORDS for w in after) >= 3
+
+
 _TASK_CUE = re.compile(
     r"\bTODO\b|\bFIXME\b|\b(?:next step|still need|remaining|not yet|left to do|follow[- ]up)\b"
     r"|^\s*[-*]\s*\[ \]",
@@ -215,6 +253,7 @@ _FILE_EXTENSIONS = frozenset(
     " dockerfile makefile".split()
 )
 _CHANGING = frozenset({"created", "written", "edited", "deleted", "renamed", "rewritten"})
+_RESHAPING = frozenset({"created", "deleted", "renamed"})
 
 
 @dataclass(slots=True)
@@ -241,6 +280,7 @@ class _FileState:
     actions: list[str] = field(default_factory=list)
     pos: int = 0
     renamed_to: str = ""
+    change: str = ""  # the last edit, when it was short: "format: plain → format: json"
 
 
 def _clip(text: str, limit: int = _ITEM_CHARS) -> str:
@@ -346,10 +386,18 @@ class _State:
 
     # files
 
-    def touch(self, path: str, action: str, pos: int, renamed_to: str = "") -> None:
-        path = path.strip().strip("`'\"").rstrip(".,:;")
-        if self.root and path.startswith(self.root + "/"):
-            path = path[len(self.root) + 1 :]
+    def touch(
+        self,
+        path: str,
+        action: str,
+        pos: int,
+        renamed_to: str = "",
+        change: str | None = None,
+    ) -> None:
+        """Record ``action`` on ``path``. ``change`` is what the action changed, ``""``
+        when that is unknown; ``None`` (prose or a tool's echo of an action already seen)
+        keeps what is known."""
+        path = self._relative(path)
         if not path or len(path) > 200 or "\n" in path:
             return
         state = self.files.setdefault(path, _FileState())
@@ -358,6 +406,8 @@ class _State:
         if not state.actions or state.actions[-1] != action:
             state.actions.append(action)
         state.pos = pos
+        if action != "read" and change is not None:
+            state.change = change
         if renamed_to:
             state.renamed_to = renamed_to
             self.touch(renamed_to, "created", pos)
@@ -370,7 +420,9 @@ class _State:
         for kind, path in _PATCH_FILE.findall(args):
             action = {"Add": "created", "Update": "edited", "Delete": "deleted"}[kind]
             moved = _MOVE_TO.search(args[args.find(path) :])
-            self.touch(path, "renamed" if moved else action, pos, moved.group(1) if moved else "")
+            self.touch(
+                path, "renamed" if moved else action, pos, moved.group(1) if moved else "", ""
+            )
         if not paths:
             return
         if subcommand in ("create",):
@@ -393,8 +445,15 @@ class _State:
             return
         else:
             return
+        change = _edit_change(args) if action == "edited" and len(paths) == 1 else ""
         for path in paths[:4]:
-            self.touch(path, action, pos)
+            self.touch(path, action, pos, change=change)
+
+    def _relative(self, path: str) -> str:
+        path = path.strip().strip("`'\"").rstrip(".,:;")
+        if self.root and path.startswith(self.root + "/"):
+            path = path[len(self.root) + 1 :]
+        return path
 
     def file_actions_from_shell(self, command: str, pos: int) -> None:
         for part in re.split(r"&&|\|\||;|\n|\|", command):
@@ -422,10 +481,10 @@ class _State:
                     if "." in path or "/" in path:
                         self.touch(path, "read", pos)
             elif verb == "sed" and "-i" in words and len(args) >= 2:
-                self.touch(args[-1], "edited", pos)
+                self.touch(args[-1], "edited", pos, change="")
             redirect = re.search(r"(?<![0-9&])>{1,2}\s*([\w./~@+-]+\.[A-Za-z]\w{0,7})\b", part)
             if redirect and not redirect.group(1).startswith("/dev/"):
-                self.touch(redirect.group(1), "written", pos)
+                self.touch(redirect.group(1), "written", pos, change="")
 
     def file_actions_from_text(self, text: str, pos: int) -> None:
         for match in _TEXT_ACTION.finditer(text):
@@ -464,6 +523,25 @@ def _is_file_name(path: str) -> bool:
         return True
     stem, _, extension = path.rpartition(".")
     return bool(stem) and path.count(".") == 1 and extension.lower() in _FILE_EXTENSIONS
+
+
+_OLD_ARG = re.compile(_STRING_ARG.format(name="(?:old_string|old_str|oldText|old_text)"))
+_NEW_ARG = re.compile(_STRING_ARG.format(name="(?:new_string|new_str|newText|new_text)"))
+_CHANGE_CHARS = 80  # a longer edit is code, not a setting: the file's action says enough
+
+
+def _edit_change(args: str) -> str:
+    """``old → new`` of an editor call that replaced one short line (a setting, a
+    constant), else ``""``: the artifact trail says what changed, not only that it did."""
+    old, new = _OLD_ARG.search(args), _NEW_ARG.search(args)
+    if old is None or new is None:
+        return ""
+    before, after = _unescape(old.group(1)).strip(), _unescape(new.group(1)).strip()
+    if not after or before == after or "\n" in before or "\n" in after:
+        return ""
+    if max(len(before), len(after)) > _CHANGE_CHARS:
+        return ""
+    return f"{before} → {after}" if before else f"+ {after}"
 
 
 def _read_config(state: _State, pos: int, path: str, text: str) -> None:
@@ -530,14 +608,15 @@ def _read_summary(state: _State, entry: _Entry) -> None:
         if section == LATEST:
             state.add(REQUESTS, entry.pos, item, 1)
         elif section == FILES:
-            path, _, actions = item.rpartition(": ")
-            if path:
+            match = _FILE_ITEM.match(item)
+            if match:
+                path, actions, change = match.groups()
                 for action in actions.split(", then "):
                     target = action.removeprefix("renamed to ").strip()
                     if action.startswith("renamed to "):
                         state.touch(path, "renamed", entry.pos, target)
                     elif action.strip() in _CHANGING | {"read"}:
-                        state.touch(path, action.strip(), entry.pos)
+                        state.touch(path, action.strip(), entry.pos, change=change or "")
                 continue
             state.add(NOTES, entry.pos, item)
         elif section in (TASKS, DONE):
@@ -551,6 +630,11 @@ def _read_summary(state: _State, entry: _Entry) -> None:
             state.add(section, entry.pos, item)
 
 
+# A Files item as _file_items writes it: "path: read, then edited (old → new)".
+_ACTION_SHOWN = r"(?:created|written|rewritten|edited|deleted|read|renamed(?: to \S+)?)"
+_FILE_ITEM = re.compile(
+    rf"^(\S(?:.*?\S)?): ({_ACTION_SHOWN}(?:, then {_ACTION_SHOWN})*)(?: \((.+)\))?$"
+)
 _CONFIG_PATH = re.compile(
     r"[\w./~-]*(?:\.(?:ya?ml|toml|ini|cfg|conf|env|properties)|/\.env[\w.]*|\.env)\b"
 )
@@ -628,6 +712,8 @@ def _read(entries: list[_Entry], root: str = "") -> _State:
                     state.add(RULES, pos, sentence, -3)
                 elif _DECISION.search(sentence):
                     state.add(DECISIONS, pos, sentence)
+                if _step_statement(sentence):
+                    state.add(WORK, pos, _STEP + sentence)
                 for value in _VALUE.findall(sentence):
                     state.add(VALUES, pos, sentence if len(sentence) <= 160 else value)
                     break
@@ -661,6 +747,8 @@ def _read_user(state: _State, entry: _Entry) -> None:
             state.add(DECISIONS, entry.pos, sentence, 1)
         elif _TASK_CUE.search(sentence):
             state.add(TASKS, entry.pos, sentence)
+        if _step_statement(sentence):
+            state.add(WORK, entry.pos, _STEP + sentence)
         for value in _VALUE.findall(sentence):
             state.add(VALUES, entry.pos, sentence if len(sentence) <= 160 else value)
             break
@@ -752,10 +840,11 @@ def _file_items(state: _State) -> list[_Item]:
             f"renamed to {file.renamed_to}" if a == "renamed" and file.renamed_to else a
             for a in actions
         ]
-        changed = any(a in _CHANGING for a in file.actions)
-        items.append(
-            _Item(FILES, file.pos, f"{path}: {', then '.join(shown)}", 1 if changed else 0)
-        )
+        # Files created, deleted or renamed first (the shape of the repository), then the
+        # ones edited, then the ones only read.
+        rank = 2 if set(file.actions) & _RESHAPING else 1 if set(file.actions) & _CHANGING else 0
+        change = f" ({file.change})" if file.change and file.actions[-1] == "edited" else ""
+        items.append(_Item(FILES, file.pos, f"{path}: {', then '.join(shown)}{change}", rank))
     return items
 
 
@@ -792,7 +881,7 @@ def _dedupe(items: list[_Item]) -> list[_Item]:
 
 def _key(text: str) -> str:
     """What makes two items the same text (the work section's labels aside)."""
-    text = text.removeprefix(_SAID).removeprefix(_CALLED)
+    text = text.removeprefix(_STEP).removeprefix(_SAID).removeprefix(_CALLED)
     return " ".join(text.lower().split()).strip(" .")
 
 
@@ -829,11 +918,13 @@ def state_snapshot(text: str, max_tokens: int) -> str:
         + _command_items(state)
         + _setting_items(state)
     )
-    # What was being done last: the newest thing said and the newest tool calls.
+    # What was being done last: the newest step announced, the newest thing said and the
+    # newest tool calls (the step first: it names the work, the others what happened last).
     work = []
-    for prefix in (_SAID, _CALLED):
+    for rank, prefix in enumerate((_STEP, _SAID, _CALLED)):
         latest = [i for i in state.items if i.section == WORK and i.text.startswith(prefix)]
-        work += sorted(latest, key=lambda i: -i.pos)[:1]
+        for item in sorted(latest, key=lambda i: -i.pos)[:1]:
+            work.append(_Item(WORK, item.pos, item.text, 2 - rank))
     chosen: dict[str, list[_Item]] = {}
     used = 0
 

@@ -101,7 +101,7 @@ def test_each_file_shows_its_actions_newest_last() -> None:
     snapshot = state_snapshot(_rendered(messages), 600)
     files = _sections(snapshot)["Files"]
     by_path = dict(line.rsplit(": ", 1) for line in files)
-    assert by_path["shop/src/app/models.py"] == "created, then edited"
+    assert by_path["shop/src/app/models.py"] == "created, then edited (1 → 2)"
     assert by_path["shop/src/app/views.py"] == "read"
     assert by_path["src/app/old_views.py"] == "deleted"
     assert by_path["src/a.py"] == "renamed to src/b.py"
@@ -109,6 +109,89 @@ def test_each_file_shows_its_actions_newest_last() -> None:
     # Paths under the project are shown relative to the folder above it, said once.
     assert "Paths are relative to: /home/dev" in snapshot
     assert not any(path.startswith("/home/") for path in by_path)
+
+
+def test_a_short_edit_says_what_changed_and_the_next_snapshot_keeps_it() -> None:
+    messages = [
+        {"role": "user", "content": "Switch the logs to JSON and raise the upload limit."},
+        _calls(
+            _call(
+                "a",
+                "str_replace_editor",
+                command="str_replace",
+                path="/srv/shop/config/logging.yaml",
+                old_str="format: plain",
+                new_str="format: json_lines",
+            )
+        ),
+        _result("a", "The file /srv/shop/config/logging.yaml has been edited."),
+        _calls(
+            _call(
+                "b",
+                "Edit",
+                file_path="/srv/shop/src/upload.py",
+                old_string="def limit():\n    return 10",
+                new_string="def limit():\n    return 20",
+            )
+        ),
+        _result("b", "ok"),
+    ]
+    snapshot = state_snapshot(_rendered(messages), 400)
+    files = _sections(snapshot)["Files"]
+    assert any(
+        f.endswith("logging.yaml: edited (format: plain → format: json_lines)") for f in files
+    )
+    # A multi-line edit is code: the file's action says enough.
+    assert any(f.endswith("upload.py: edited") for f in files)
+    later = state_snapshot("[Summary of the earlier conversation]:\n" + snapshot, 400)
+    assert _sections(later)["Files"] == files
+
+
+def test_files_created_deleted_or_renamed_outlast_files_only_read() -> None:
+    messages = [
+        {"role": "user", "content": "Clean up the helpers."},
+        _calls(_call("d", "Bash", command="git rm -q tests/helpers/old_fixture.py")),
+        _result("d", ""),
+        *[
+            m
+            for i in range(40)
+            for m in (
+                _calls(_call(f"r{i}", "Read", file_path=f"src/pkg/module_{i}.py")),
+                _result(f"r{i}", "     1\tx = 1\n"),
+            )
+        ],
+    ]
+    snapshot = state_snapshot(_rendered(messages), 250)
+    files = _sections(snapshot)["Files"]
+    assert "tests/helpers/old_fixture.py: deleted" in files
+    assert len(files) < 41  # the budget left out some of the files only read
+
+
+def test_the_step_in_progress_is_kept_apart_from_the_last_thing_said() -> None:
+    messages = [
+        {"role": "user", "content": "Work through the refund backlog."},
+        {
+            "role": "assistant",
+            "content": "Done with the first part. Now working on `retry_refunds`.",
+        },
+        *_noise(30),
+        {"role": "assistant", "content": "Okay, moving on to the next item."},  # names nothing
+        {"role": "assistant", "content": "Fixed. The root cause was an unchecked total."},
+    ]
+    snapshot = state_snapshot(_rendered(messages), 300)
+    work = _sections(snapshot)["Work in progress"]
+    assert "Step in progress: Now working on `retry_refunds`." in work
+    assert any(w.startswith("Last said: Fixed.") for w in work)
+    # A newer step replaces it, in prose too, and the next snapshot carries it forward.
+    messages.append(
+        {"role": "assistant", "content": "I'm now busy with the nightly export scheduler."}
+    )
+    snapshot = state_snapshot(_rendered(messages), 300)
+    later = state_snapshot(
+        "[Summary of the earlier conversation]:\n" + snapshot + "\n[User]: ok", 300
+    )
+    steps = [w for w in _sections(later)["Work in progress"] if w.startswith("Step")]
+    assert steps == ["Step in progress: I'm now busy with the nightly export scheduler."]
 
 
 def test_an_error_is_paired_with_what_was_done_about_it() -> None:
