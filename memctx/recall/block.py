@@ -48,7 +48,9 @@ the chunk holding "297 tests, 11 failures" or a resolved version is shown even w
 chunk of the same output scored better (one chunk per message lost such answers on real
 sessions). A message's other chunks compete on their own match with the query, not on the
 lift the search's neighbour smoothing gives them from the best one (:func:`_collapse`), so
-one relevant log does not fill the block with its neighbouring chunks. The chunks of one
+one relevant log does not fill the block with its neighbouring chunks. A chunk of a long
+tool output comes as an excerpt (:mod:`memctx.recall.excerpt`: the lines that hold the
+question's words, with their neighbours), its runs shown like the runs below. The chunks of one
 message that are chosen are shown as one item: its label once, adjacent chunks (consecutive
 archive keys) joined without the lines the chunker repeats between them, a gap marker line
 between runs that are not adjacent, the next run's lines still continuation lines of the
@@ -108,6 +110,9 @@ GAP_MARKER = "…"
 # Between two runs of one message's chunks: a gap line, and the next run's first line
 # marked as the same item's continuation.
 _INNER_GAP = f"\n{GAP_MARKER}\n{CONTINUATION}"
+# An item's text when it shows several runs (:attr:`RecallItem.runs`), as the parser reads
+# it back.
+RUNS_JOIN = f"\n{GAP_MARKER}\n"
 _CUT_MARK = " …[cut]"
 _MAX_DETAIL_SHARE = 0.5  # of the detail budget, for any one detail
 _FILL_PASSES = 6  # renders of the block to spend what the cost bounds left free
@@ -181,10 +186,11 @@ class RecallItem:
         seq: The detail's position in the archive (the raw store's key), when known: two
             details with consecutive positions are shown without a gap marker.
         seq_end: The position of the last chunk a shown item holds (``None``: ``seq``).
-        runs: A shown item holding chunks of one message that are not all adjacent: the
-            text of each run of adjacent chunks, shown with a gap marker between them
-            (empty: the item is :attr:`text` alone). :attr:`text` is then the runs joined by
-            ``"\n…\n"``, as :func:`parse_recall_block` reads them back.
+        runs: A shown item holding chunks of one message that are not all adjacent, or an
+            excerpt of a long tool output (:func:`memctx.recall.excerpt.query_excerpt`):
+            the text of each run of adjacent chunks or lines, shown with a gap marker
+            between them (empty: the item is :attr:`text` alone). :attr:`text` is then the
+            runs joined by :data:`RUNS_JOIN`, as :func:`parse_recall_block` reads them back.
         chunks: The refs of the chunks a shown item holds (empty: just :attr:`ref`).
         own: The detail's own match with the query, without what its neighbours lend it
             (the search's vector and keyword parts; ``None``: :attr:`score` is its own).
@@ -285,6 +291,8 @@ def _cut(item: RecallItem, max_tokens: int, count: Callable[[str], int]) -> Reca
     not even one character of it fits."""
     if item.cost(count) <= max_tokens or count(item.line) <= max_tokens:
         return item
+    # An excerpt's runs are cut as one text (its gap markers become plain lines of it).
+    item = dataclasses.replace(item, runs=())
     text = compact_text(item.text)
     lo, hi = 0, len(text)
     while lo < hi:  # longest head that fits, by bisection on characters
@@ -343,21 +351,23 @@ def _merged(chunks: Sequence[RecallItem]) -> RecallItem:
     """Chunks of one archived message, in archive order, as one item: its label once, the
     runs of adjacent chunks joined without their overlap, a gap marker between runs. A
     chunk cut to the detail share ends its run (what follows its cut is not shown)."""
-    runs: list[str] = []
-    current = chunks[0].text
+    runs: list[str] = list(chunks[0].runs[:-1])
+    current = chunks[0].runs[-1] if chunks[0].runs else chunks[0].text
     for before, item in pairwise(chunks):
-        if _adjacent(before, item) and not before.text.endswith(_CUT_MARK):
+        whole = not before.runs and not item.runs  # an excerpt joins no neighbour
+        if whole and _adjacent(before, item) and not before.text.endswith(_CUT_MARK):
             rest = _without_overlap(before.text, item.text)
             current = f"{current}\n{rest}" if rest else current
         else:
             runs.append(current)
-            current = item.text
+            runs.extend(item.runs[:-1])
+            current = item.runs[-1] if item.runs else item.text
     runs.append(current)
     shown = [run for run in map(compact_text, runs) if run] or [""]
     first = chunks[0]
     return dataclasses.replace(
         first,
-        text=f"\n{GAP_MARKER}\n".join(shown),
+        text=RUNS_JOIN.join(shown),
         score=max(c.score for c in chunks),
         seq_end=chunks[-1].seq_end if chunks[-1].seq_end is not None else chunks[-1].seq,
         runs=tuple(shown) if len(shown) > 1 else (),

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from memctx.retrieval import SearchParams
+from memctx.retrieval import SearchParams, query_weights
 from memctx.store import KnowledgeStore, RawStore, search_store
 
-from .block import RecallItem, detail_label, knowledge_label, message_source
+from .block import RUNS_JOIN, RecallItem, detail_label, knowledge_label, message_source
+from .excerpt import query_excerpt
 
 __all__ = ["detail_items", "knowledge_items"]
 
@@ -56,9 +57,12 @@ def detail_items(
         exclude_keys=exclude_keys,
     )
     out: list[RecallItem] = []
+    weights = query_weights(query, store.bm25.idf) if hits else {}
     with store.lock:
         for hit in hits:
             segment = store.get(hit.key)
+            # A tool output shows the lines the question is about (recall.excerpt).
+            runs = query_excerpt(segment.content, weights) if segment.role == "tool" else None
             order = (segment.timestamp, hit.key)  # store keys grow with each add
             source = message_source(
                 segment.session_id, segment.timestamp, segment.turn, segment.role
@@ -66,7 +70,7 @@ def detail_items(
             out.append(
                 RecallItem(
                     "detail",
-                    segment.content,
+                    RUNS_JOIN.join(runs) if runs else segment.content,
                     hit.score,
                     detail_label(segment.role, segment.name),
                     segment.id,
@@ -75,6 +79,7 @@ def detail_items(
                     segment.session_id,
                     hit.key,
                     own=params.vector_weight * hit.vector + params.text_weight * hit.text,
+                    runs=runs or (),
                 )
             )
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .bm25 import BM25Index, QueryScores, TermCounts, lucene_idf, term_score
 from .bm25_parts import ranges
+from .coverage import QueryTerms, line_coverage, line_weights, query_weights, rerank_by_coverage
 from .embeddings import (
     HASH_EMBEDDER_VERSION,
     TRANSFORMER_DIM,

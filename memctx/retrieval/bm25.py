@@ -307,6 +307,13 @@ class BM25Index:
         if self._n_slots - len(self._docs) > max(1024, len(self._docs)):
             self._renumber()
 
+    def idf(self, token: str) -> float:
+        """The token's inverse document frequency (:func:`lucene_idf`); 0.0 for a token no
+        live document holds."""
+        tid = self._vocab.get(token)
+        df = int(self._df[tid]) if tid is not None else 0
+        return lucene_idf(len(self._docs), df) if df > 0 else 0.0
+
     def scores(self, query_tokens: Sequence[str]) -> dict[int, float]:
         """BM25 score of every document containing at least one query term.
 

@@ -11,7 +11,14 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from memctx.retrieval import DEFAULT_PARAMS, ScoredKey, SearchParams, hybrid_search
+from memctx.retrieval import (
+    DEFAULT_PARAMS,
+    ScoredKey,
+    SearchParams,
+    hybrid_search,
+    query_weights,
+    rerank_by_coverage,
+)
 
 from .raw.store import RawStore
 
@@ -47,7 +54,8 @@ def search_store(
         exclude: Collection[int] = exclude_keys
         if exclude_ids:
             exclude = [*store.keys_of(exclude_ids), *exclude_keys]
-        return hybrid_search(
+        rerank = params.coverage_weight > 0.0 and limit > 0
+        hits = hybrid_search(
             query,
             bm25=store.bm25,
             vectors=store.vectors,
@@ -57,9 +65,20 @@ def search_store(
             now=when,
             allowed=allowed,
             params=params,
-            limit=limit,
+            limit=max(limit, params.coverage_pool) if rerank else limit,
             exclude=exclude,
         )
+        if rerank:
+            # Tool outputs are line-structured: a line is one record (a setting, a log
+            # entry), so the query's words meeting on one line are evidence.
+            weights = query_weights(query, store.bm25.idf)
+            hits = rerank_by_coverage(
+                hits,
+                weights,
+                lambda key: store.content(key) if store.segment(key).role == "tool" else None,
+                weight=params.coverage_weight,
+            )
+        return hits[:limit]
 
 
 def memory_search(

@@ -35,7 +35,9 @@ at every compaction. This strategy is the hybrid, built from the two existing pa
    the last action on each, errors and fixes, commands and results, key values), newest
    state winning. It is sent as one ``[Context compacted]`` message right after the system
    prompt, within ``pinTokens`` (15 % of the window, at most ``compaction.maxSummaryTokens``;
-   the cut leaves that room, so the call still fits), the same dict until the cut moves
+   the cut leaves that room; when the turn since the latest request is longer than the
+   cut can reach, the engine's smart trim makes room around it, the snapshot protected),
+   the same dict until the cut moves
    again, so it stays in the cached prefix. It is what a compaction summary would keep, at
    no model call: rules and open tasks survive the cut, and questions about the artifact
    trail or the step in progress find their answer without a search.
@@ -190,38 +192,27 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             while cut < last and infos.info(masked[cut]).has_tool_results:
                 tokens -= count(masked[cut])
                 cut += 1  # a result whose call was dropped
-            # The snapshot may take what the kept messages and the recall block leave of the
-            # window: less than pinTokens only when the cut could not reach its target (the
-            # turn since the latest request is that long). The engine's smart trim then
-            # brings the kept messages under the limit (the snapshot is protected there, as
-            # a compaction summary is), and whatever it does the call stays in the window.
-            room = self.setup.window - self.config.recall_cap_tokens(self.setup.window) - tokens
-            self._pinned = self._pinned_of(transcript[previous:cut], room)
+            # The snapshot keeps its whole budget even when the cut could not reach its
+            # target (the turn since the latest request is that long): the engine's smart
+            # trim then brings the kept messages under the limit (the snapshot is protected
+            # there, as a compaction summary is, and what it drops is archived). Shrinking
+            # the snapshot to the room left instead lost the rules and open tasks for as
+            # long as such a turn lasted (generated rules suite, seed 2: 85 -> 96 %).
+            self._pinned = self._pinned_of(transcript[previous:cut])
         self._cut = cut
         self._cut_at = masked[cut] if cut < len(masked) else None
         return cut, previous
 
-    def _pinned_of(self, dropped: Messages, room: int) -> Messages:
+    def _pinned_of(self, dropped: Messages) -> Messages:
         """The state snapshot of everything dropped so far, as one message of at most
-        :attr:`pin_tokens` and ``room`` tokens: the previous snapshot and the messages
-        dropped now (whole, not masked), read by :func:`memctx.offline.state_snapshot`, so
-        the newest state wins. The state carried to the next cut is the one written at
-        :attr:`pin_tokens`, whatever room this call had."""
+        :attr:`pin_tokens`: the previous snapshot and the messages dropped now (whole, not
+        masked), read by :func:`memctx.offline.state_snapshot`, so the newest state wins."""
         infos = self.setup.infos
         text = render_messages(infos.info(m) for m in dropped)
         if self._state:
             text = with_previous_summary(text, self._state)
         self._state = self._snapshot(text, self.pin_tokens)
-        if not self._state:
-            return []
-        message = summary_message(self._state)
-        count = self.setup.counter.count_message
-        if count(message) > room:
-            shown = self._snapshot(text, room)
-            message = summary_message(shown)
-            if not shown or count(message) > room:
-                return []
-        return [message]
+        return [summary_message(self._state)] if self._state else []
 
     def _snapshot(self, text: str, tokens: int) -> str:
         """:func:`state_snapshot` whose message the counter puts within ``tokens`` (its

@@ -31,6 +31,7 @@ from .keywords import (
     STOPWORDS,
     TOKENIZER_VERSION,
     is_cjk,
+    line_token_sets,
     tokenize,
     tokenize_unique,
     word_runs,

@@ -42,6 +42,7 @@ __all__ = [
     "STOPWORDS",
     "TOKENIZER_VERSION",
     "is_cjk",
+    "line_token_sets",
     "tokenize",
     "tokenize_unique",
     "word_runs",
@@ -214,3 +215,15 @@ def tokenize(text: str, *, stem: bool = True) -> list[str]:
 def tokenize_unique(text: str, *, stem: bool = True) -> list[str]:
     """Distinct tokens of ``text`` in first-seen order (for matching and thresholds)."""
     return list(dict.fromkeys(tokenize(text, stem=stem)))
+
+
+@lru_cache(maxsize=4_096)
+def line_token_sets(text: str) -> tuple[frozenset[str], ...]:
+    """The distinct :func:`tokenize` tokens of each line of ``text`` (split on ``\n``).
+
+    For the searches that ask which line of an archived tool output holds the query's words
+    (:mod:`memctx.retrieval.coverage`, the recall block's excerpts): the same outputs come
+    up call after call, so their lines are tokenized once (the texts are the archive's own
+    strings; about 4,096 chunks of 400 tokens are a few MB).
+    """
+    return tuple(frozenset(tokenize(line)) for line in text.split("\n"))

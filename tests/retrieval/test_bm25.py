@@ -649,3 +649,14 @@ def test_vocabulary_ids_of_equals_looking_up_one_by_one() -> None:
             names = list(dict.fromkeys(rng.choices("abcdefghijklmnop", k=6)))
             assert bulk.ids_of(names).tolist() == [single[n] for n in names]
         assert bulk.terms == single.terms and dict(bulk) == dict(single)
+
+
+def test_idf_of_a_token_follows_its_live_documents() -> None:
+    index = BM25Index()
+    index.add(1, ["port", "api"])
+    index.add(2, ["api"])
+    assert index.idf("port") == lucene_idf(2, 1)
+    assert index.idf("api") == lucene_idf(2, 2)
+    assert index.idf("never") == 0.0
+    index.remove(1)
+    assert index.idf("port") == 0.0  # no live document holds it

@@ -189,6 +189,45 @@ def test_what_the_cut_drops_is_archived_recalled_and_its_state_stays_pinned(
     assert "Never push directly to main" in message_text(_snapshots(context)[0])
 
 
+def test_the_snapshot_stays_pinned_through_a_turn_longer_than_the_window(
+    tmp_path: Path,
+) -> None:
+    """A request followed by more tool output than the window holds: the cut cannot pass
+    the request, so the engine trims inside the turn; the snapshot (the rule) stays, and
+    every call still fits the window."""
+    window = 6_000
+    transcript = session("s1", 40, plants={2: RULE}, tool_words=150)
+    transcript.append({"role": "user", "content": "Now profile every endpoint, one by one."})
+    for i in range(40):
+        transcript.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_p{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": f'{{"command": "bench {i}"}}'},
+                    }
+                ],
+            }
+        )
+        words = " ".join(f"endpoint{i}_sample{j} took {j} ms" for j in range(60))
+        transcript.append({"role": "tool", "tool_call_id": f"call_p{i}", "content": words})
+    strategy = _build(tmp_path, window=window)
+    count = strategy.setup.counter.count_message
+    pinned_late = 0
+    for at in _calls(transcript):
+        context = strategy.prepare(transcript[:at]).context
+        assert sum(map(count, context)) <= window
+        assert not pairing_violations(context)
+        if at > len(transcript) - 40 and transcript[9] not in context:
+            snapshots = _snapshots(context)
+            assert snapshots and "Never push directly to main" in message_text(snapshots[0])
+            pinned_late += 1
+    assert pinned_late > 10
+
+
 def test_the_snapshot_keeps_the_artifact_trail_and_the_newest_state(tmp_path: Path) -> None:
     """Files touched by dropped tool calls are in the snapshot with their last action, and a
     later cut keeps what an earlier snapshot knew (the previous snapshot is read back)."""
