@@ -542,12 +542,7 @@ def test_the_committed_baseline_passes_its_own_checks_and_gate(
     assert [c.ok for c in checks] == [True] * len(checks), [c.text for c in checks]
     assert summary["provenance"]["datasets"] == "datasets/v1"
     git = summary["provenance"]["git"]
-    # Made from a clean tree. One documented exception: the baseline of 29 Nov 2026 was run
-    # at 100cd5b with only the Makefile's `--replicates 3` not yet committed (no code
-    # changed; the option is in its config); the next re-make drops it.
-    assert git["dirty"] is False or (
-        git["commit"].startswith("100cd5b") and summary["config"].get("replicates") == 3
-    )
+    assert git["dirty"] is False  # made from a clean tree: the commit says what ran
     raw = json.loads((root / "summary.json").read_text(encoding="utf-8"))
     embeddings = {r["embedding"] for r in raw["records"]}
     assert {"hash", "transformer"} <= embeddings <= {"-", "none", "hash", "transformer"}
