@@ -149,6 +149,16 @@ class MaskingRecallStrategy(MemoryContextStrategy):
         started = time.perf_counter()
         kept = masked[:head] + self._pinned + masked[cut:]
         context = engine.on_context(kept)
+        count = self.setup.counter.count_message
+        over = sum(map(count, context)) - self.setup.window
+        if over > 0 and self._pinned:
+            # The snapshot keeps its budget through a long turn and the engine trims around
+            # it; when even that leaves the call over the window (what the engine may not
+            # drop is that long), this call's snapshot gives up the excess, once.
+            room = count(self._pinned[0]) - over
+            shown = self._snapshot(with_previous_summary("", self._state), room)
+            pinned = [summary_message(shown)] if shown else []
+            context = engine.on_context(masked[:head] + pinned + masked[cut:])
         latency += (time.perf_counter() - started) * 1000.0
         self._settle(engine)  # outside the timed hook, as memory-context does
         trimmed = cut > head
