@@ -187,6 +187,7 @@ class MemoryContext:
         params = SearchParams(
             vector_weight=self.config.vector_weight,
             text_weight=self.config.text_weight,
+            speaker_prior=self.config.speaker_prior,
             decay=self.config.time_decay,
             decay_unit_seconds=3600.0,
             min_score=self.config.auto_recall_min_score,

@@ -67,6 +67,7 @@ def search_store(
             params=params,
             limit=max(limit, params.coverage_pool) if rerank else limit,
             exclude=exclude,
+            speakers_of=store.speakers,
         )
         if rerank:
             # Tool outputs are line-structured: a line is one record (a setting, a log

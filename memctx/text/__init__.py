@@ -1,7 +1,8 @@
 """Text: the one keyword tokenizer (with stemming), the one cutter of text under a token budget
 (:func:`split_text`, and the overlapping line-aligned chunks of indexes), the one head/tail
 cut of a long text with its note (:func:`cut_middle`), the date a message's text starts with
-(:func:`leading_date`), secret redaction, and rule-based topic and entity tags.
+and the speaker after it (:func:`leading_date`, :func:`leading_speaker`), secret redaction,
+and rule-based topic and entity tags.
 
 May import: :mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`.
 """
@@ -24,6 +25,7 @@ from .cut import cut_middle as cut_middle
 from .cut import is_cut_middle as is_cut_middle
 from .cut import omission_note as omission_note
 from .dates import leading_date as leading_date
+from .dates import leading_speaker as leading_speaker
 from .keywords import (
     CJK_CHARS,
     CJK_RE,

@@ -1,4 +1,5 @@
-"""The date a message's text starts with, as chat exports and logs write a line's time.
+"""The date a message's text starts with, as chat exports and logs write a line's time, and
+the speaker such a line names after it.
 
 A message without a ``timestamp`` field may still say when it was written: an exported chat
 (``[8 May 2023] Caroline: ...``, ``[2023-05-08 14:30] bob: ...``), a transcript pasted turn
@@ -15,6 +16,10 @@ three-letter abbreviation, an optional weekday before, an optional time before (
 on ...``) or after (``, 14:30``, `` at 2 pm``). Numeric ``05/08/2023`` forms are left alone:
 day-first and month-first read differently and the text does not say which it is. Without
 a zone the time is UTC, the store's clock.
+
+:func:`leading_speaker` reads the name an exported chat line gives after its date
+(``[8 May 2023] Caroline: ...`` is Caroline's): who said a message that carries no ``name``.
+Only after a leading date: a line that merely opens with ``Note:`` or ``Error:`` names no one.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-__all__ = ["leading_date"]
+__all__ = ["leading_date", "leading_speaker"]
 
 _MONTHS = (
     "january february march april may june july august september october november december"
@@ -63,6 +68,10 @@ _DATE = r"(?:" + _ISO + "|" + _NAMED + r")"
 _BRACKETED = re.compile(r"\s*(?P<open>[\[(])\s*" + _DATE + r"\s*(?P<close>[\])])", re.IGNORECASE)
 _PREFIX = re.compile(r"\s*" + _DATE + r"\s*(?::|[-–—|]\s)", re.IGNORECASE)
 _CLOSING = {"[": "]", "(": ")"}
+# After the date: one to four words of a name (letters first, then letters, digits, dots,
+# apostrophes, hyphens), then a colon and a space, as chat exports write the speaker.
+_SPEAKER = re.compile(r"\s*(?:[-–—|]\s*)?(?P<name>[^\W\d_][\w.'’-]*(?: [^\W\d_][\w.'’-]*){0,3}):\s")
+_SPEAKER_CHARS = 40
 
 
 def leading_date(text: str) -> float | None:
@@ -70,18 +79,36 @@ def leading_date(text: str) -> float | None:
 
     ``None`` also for a date that does not exist (``31 February 2023``, ``2023-13-01``).
     """
-    head = text[:120]
-    match = _BRACKETED.match(head)
-    if match is not None and _CLOSING[match["open"]] != match["close"]:
-        match = None
-    if match is None:
-        match = _PREFIX.match(head)
+    match = _date_prefix(text)
     if match is None:
         return None
     try:
         return _epoch(match)
     except (ValueError, OverflowError):
         return None
+
+
+def leading_speaker(text: str) -> str | None:
+    """The speaker an exported chat line names after its leading date (``[8 May 2023]
+    Caroline: ...`` gives ``Caroline``), else ``None``: no leading date, or no ``name:``
+    (one to four words, at most 40 characters) right after it."""
+    match = _date_prefix(text)
+    if match is None:
+        return None
+    said = _SPEAKER.match(text, match.end(), match.end() + _SPEAKER_CHARS + 8)
+    if said is None or len(said["name"]) > _SPEAKER_CHARS:
+        return None
+    return said["name"]
+
+
+def _date_prefix(text: str) -> re.Match[str] | None:
+    head = text[:120]
+    match = _BRACKETED.match(head)
+    if match is not None and _CLOSING[match["open"]] != match["close"]:
+        match = None
+    if match is None:
+        match = _PREFIX.match(head)
+    return match
 
 
 def _epoch(match: re.Match[str]) -> float:

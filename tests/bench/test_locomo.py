@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers.datasets import dataset_path
 
-from memctx.bench.locomo.loo import leave_one_out
+from memctx.bench.locomo.loo import SPEAKER_GRID, leave_one_out, main, run_speaker_loo
 from memctx.bench.locomo.methods import DEFAULT_METHOD, METHODS, run_locomo
 from memctx.harness.locomo import (
     conversation_messages,
@@ -175,6 +175,24 @@ def test_leave_one_out_scores_each_conversation_with_weights_chosen_on_the_other
     assert result.held_out == {"a": 0.5, "b": 0.5, "c": 0.1}
     assert result.mean == pytest.approx(1.1 / 3)
     assert result.fixed_mean == pytest.approx(1.3 / 3)
+
+
+def test_the_speaker_prior_leave_one_out_runs_through_the_product(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _tiny(tmp_path)
+    (sample,) = json.loads(path.read_text())
+    path.write_text(json.dumps([sample, {**sample, "sample_id": "t2"}]))
+    results = run_speaker_loo(path, embedders=("hash",))
+    assert set(results) == {("hash", "timestamp"), ("hash", "text")}
+    for result in results.values():
+        # Every prior finds everything in so small an archive: ties go to the first.
+        assert result.chosen == {"t1": (SPEAKER_GRID[0],), "t2": (SPEAKER_GRID[0],)}
+        assert result.mean == pytest.approx(1.0) == result.fixed_mean
+    out = capsys.readouterr().out
+    assert "hash, dates in text: leave-one-out 100.0%" in out
+    with pytest.raises(SystemExit, match="usage"):
+        main(["--speakers"])
 
 
 @pytest.mark.dataset

@@ -158,6 +158,66 @@ def test_min_score_and_empty_inputs() -> None:
     assert hybrid_search("alpha", bm25=BM25Index(), vectors=empty_vectors, embedder=EMB) == []
 
 
+def test_a_question_naming_one_speaker_prefers_what_that_speaker_said() -> None:
+    # Both speak of the trip; the question asks about Melanie's.
+    texts = [
+        "the camping trip by the lake was great",  # Caroline's
+        "our camping trip was great",  # Melanie's
+        "a checklist for a trip",  # no speaker's: never discounted
+    ]
+    bm25, vectors, _ = _corpus(texts)
+    speakers: list[str | None] = ["Caroline", "Melanie", None]
+
+    def ranked(query: str, params: SearchParams = DEFAULT_PARAMS, prior: bool = True):
+        return hybrid_search(
+            query,
+            bm25=bm25,
+            vectors=vectors,
+            embedder=EMB,
+            params=params,
+            limit=3,
+            speakers_of=(lambda keys: [speakers[k] for k in keys]) if prior else None,
+        )
+
+    question = "was the camping trip by the lake great, Melanie?"
+    without = {h.key: h.score for h in ranked(question, prior=False)}
+    assert without[0] > without[1]  # "lake" makes Caroline's the better match by words
+    with_prior = ranked(question)
+    assert with_prior[0].key == 1
+    scores = {h.key: h.score for h in with_prior}
+    other = 1.0 - DEFAULT_PARAMS.speaker_prior
+    assert scores[0] == pytest.approx(without[0] * other)
+    assert scores[1] == pytest.approx(without[1]) and scores[2] == pytest.approx(without[2])
+    # Naming both (or neither) is no preference; a prior of 0 is none either.
+    for query, params in [
+        ("was the camping trip by the lake great, Melanie and Caroline?", DEFAULT_PARAMS),
+        ("was the camping trip by the lake great?", DEFAULT_PARAMS),
+        (question, SearchParams(speaker_prior=0.0)),
+    ]:
+        assert ranked(query, params) == ranked(query, params, prior=False)
+
+
+def test_the_store_knows_who_said_a_segment_and_keeps_it_across_a_reload(
+    tmp_path: Path,
+) -> None:
+    items = [
+        {"session_id": "s", "role": "user", "content": "hi", "name": "Caroline"},
+        {"session_id": "s", "role": "assistant", "content": "[8 May 2023] Melanie: hello"},
+        {"session_id": "s", "role": "user", "content": "Note: not a chat line"},
+        {"session_id": "s", "role": "tool", "content": "[8 May 2023] INFO: a log line"},
+        # A name the message gives wins over one its text claims.
+        {"session_id": "s", "role": "user", "content": "[8 May 2023] Bob: x", "name": "Ann"},
+    ]
+    want = ["Caroline", "Melanie", None, None, "Ann"]
+    with RawStore(tmp_path / "store", embedder=EMB, session_id="s", eviction_days=None) as s:
+        s.add_many(items)
+        keys = s.keys_for_session("s")
+        assert s.speakers(keys) == want
+        assert s.speakers([max(keys) + 1]) == [None]  # not a live key
+    with RawStore(tmp_path / "store", embedder=EMB, session_id="s", eviction_days=None) as s:
+        assert s.speakers(s.keys_for_session("s")) == want
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> RawStore:
     s = RawStore(tmp_path / "store", embedder=EMB, session_id="mine", eviction_days=None)

@@ -1,5 +1,6 @@
-"""The date a message's text starts with (memctx.text.leading_date), and the archive reading
-it as the message's time when the message has no timestamp of its own."""
+"""The date a message's text starts with (memctx.text.leading_date) and the speaker named
+after it (leading_speaker), and the archive reading the date as the message's time when the
+message has no timestamp of its own."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from memctx.config import MemoryContextConfig
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.runtime.engine import MemoryContext
 from memctx.store import RawStore
-from memctx.text.dates import leading_date
+from memctx.text.dates import leading_date, leading_speaker
 
 
 def _at(*parts: int) -> float:
@@ -73,6 +74,45 @@ def test_any_text_gives_a_time_or_none_and_never_raises(text: str) -> None:
 def test_an_iso_prefix_reads_back_the_minute_it_names(when: datetime) -> None:
     stamp = when.replace(second=0, microsecond=0, tzinfo=UTC)
     assert leading_date(f"[{stamp:%Y-%m-%d %H:%M}] someone: hello") == stamp.timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "speaker"),
+    [
+        ("[8 May 2023] Caroline: I went to a support group", "Caroline"),
+        ("[2023-05-08 14:30] bob: the deploy is done", "bob"),
+        ("1:56 pm on 8 May, 2023 - Caroline: hi", "Caroline"),
+        ("[Tue, 9 May 2023 08:01] Dr. Jane O'Neil: the results are in", "Dr. Jane O'Neil"),
+        ("2023-05-08: Melanie: a date, then a name", "Melanie"),
+        ("[8 May 2023] - Ana-Maria: a dash between", "Ana-Maria"),
+    ],
+)
+def test_the_speaker_after_a_leading_date_is_read(text: str, speaker: str) -> None:
+    assert leading_speaker(text) == speaker
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Caroline: no date before the name",
+        "Note: a label is not a speaker without a chat line's date",
+        "[8 May 2023] went to the park, then home",  # no colon
+        "[8 May 2023] one two three four five: too many words for a name",
+        "[8 May 2023] 42: a number is not a name",
+        "[8 May 2023] Caroline:no space after the colon",
+        "I met her on [8 May 2023] Caroline: mid-sentence",
+        f"[8 May 2023] {'Abcdefghij ' * 3}Abcdefghijk: over forty characters",
+        "",
+    ],
+)
+def test_no_speaker_without_a_leading_date_and_a_short_name(text: str) -> None:
+    assert leading_speaker(text) is None
+
+
+@given(st.text(max_size=200))
+def test_any_text_gives_a_speaker_or_none_and_never_raises(text: str) -> None:
+    name = leading_speaker(text)
+    assert name is None or (0 < len(name) <= 40 and ":" not in name and "\n" not in name)
 
 
 NOW = _at(2024, 1, 10, 12)

@@ -22,7 +22,15 @@ from .evaluate import (
     turn_item,
     within_budget,
 )
-from .product import CATEGORIES, conversation_messages, evaluate_product, recalled_turns, turns_in
+from .product import (
+    CATEGORIES,
+    DATES,
+    Dates,
+    conversation_messages,
+    evaluate_product,
+    recalled_turns,
+    turns_in,
+)
 from .scenarios import LOCOMO_SUITE as LOCOMO_SUITE
 from .scenarios import LOCOMO_WINDOW, locomo_scenario
 from .scenarios import locomo_scenarios as locomo_scenarios

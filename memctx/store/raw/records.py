@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, cast
 
 from memctx.errors import StoreError
+from memctx.text import leading_speaker
 
 from ..checksum import ChecksumError, canonical_json, seal_record, verify_record
 
@@ -53,6 +54,7 @@ __all__ = [
     "encode_record",
     "seal_record",
     "search_text",
+    "speaker_of",
     "validate_name",
     "validate_role",
     "validate_session_id",
@@ -149,6 +151,19 @@ class SegmentInfo:
     topics: tuple[str, ...]
     entities: tuple[str, ...]
     name: str | None = None
+    # Who said it, for ranking (hybrid search's speaker prior): its ``name``, or for a
+    # participant's message without one the speaker its text names (:func:`speaker_of`).
+    speaker: str | None = None
+
+
+def speaker_of(role: str, name: str | None, content: str) -> str | None:
+    """Who said a segment: a participant's (user's, assistant's) ``name``, else the speaker
+    an exported chat line names after its date (``[8 May 2023] Caroline: ...``); ``None``
+    for a tool's output or an unnamed message. Only a ranking signal: what the block shows
+    as the speaker is ``name`` alone, never a name read from archived text."""
+    if role not in ("user", "assistant"):
+        return None
+    return name or leading_speaker(content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +225,7 @@ class Segment:
             self.topics,
             self.entities,
             self.name,
+            speaker_of(self.role, self.name, self.content),
         )
 
 
@@ -315,6 +331,7 @@ def decode_info(line: bytes) -> tuple[SegmentInfo, str]:
         name = validate_name(meta.get("name"))
     except StoreError as exc:
         raise ValueError(str(exc)) from exc
+    content = clean_text(content)
     info = SegmentInfo(
         seg_id,
         session_id,
@@ -325,8 +342,9 @@ def decode_info(line: bytes) -> tuple[SegmentInfo, str]:
         _str_tuple(meta.get("topics")),
         _str_tuple(meta.get("entities")),
         name,
+        speaker_of(role, name, content),
     )
-    return info, clean_text(content)
+    return info, content
 
 
 def _checked(value: Any, validate: Callable[[object], str], valid: dict[str, str]) -> str:

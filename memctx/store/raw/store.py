@@ -889,6 +889,14 @@ class RawStore:
             self._ensure_open()
             return self._idx.keys_of(segment_ids)
 
+    def speakers(self, keys: Iterable[int]) -> list[str | None]:
+        """Who said each of ``keys`` (:attr:`SegmentInfo.speaker`; ``None`` for a key not
+        live), one lock for all: the search's speaker prior asks for hundreds."""
+        with self._lock:
+            self._ensure_open()
+            info = self._idx.info
+            return [i.speaker if (i := info.get(k)) is not None else None for k in keys]
+
     def __len__(self) -> int:
         with self._lock:
             self.refresh()
