@@ -45,6 +45,10 @@ def detail_items(
     ``exclude_keys`` (the store's keys of segments) name segments whose message is in the
     context being sent: recalling them would spend the cap on text the model already sees.
     """
+    # One reading of the query's term weights serves the search's coverage re-rank and
+    # the excerpts of the tool outputs it finds.
+    with store.lock:
+        weights = query_weights(query, store.bm25.idf)
     # The search leaves them out itself (still scoring them, as the others' neighbours):
     # the best ``limit`` of the rest in one search, not hundreds of hits filtered here.
     hits = search_store(
@@ -55,9 +59,9 @@ def detail_items(
         cross_session=cross_session,
         params=params,
         exclude_keys=exclude_keys,
+        weights=weights,
     )
     out: list[RecallItem] = []
-    weights = query_weights(query, store.bm25.idf) if hits else {}
     with store.lock:
         for hit in hits:
             segment = store.get(hit.key)

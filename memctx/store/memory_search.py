@@ -13,6 +13,7 @@ from typing import Any
 
 from memctx.retrieval import (
     DEFAULT_PARAMS,
+    QueryTerms,
     ScoredKey,
     SearchParams,
     hybrid_search,
@@ -38,12 +39,15 @@ def search_store(
     now: float | None = None,
     exclude_ids: Collection[str] = (),
     exclude_keys: Collection[int] = (),
+    weights: QueryTerms | None = None,
 ) -> list[ScoredKey]:
     """Rank ``store``'s visible segments for ``query`` (see :func:`hybrid_search`).
 
     ``exclude_ids`` (segment ids) and ``exclude_keys`` (their keys in ``store``,
     :meth:`RawStore.key_for`) name segments never returned (still scored as the others'
-    neighbours): the best ``limit`` of the rest.
+    neighbours): the best ``limit`` of the rest. ``weights`` are the query's term weights
+    for the coverage re-rank (:func:`query_weights` over the store's IDF), for a caller
+    that has them already; by default they are computed here.
     """
     allowed = store.visible_keys(session_id, cross_session=cross_session)
     if allowed is not None and not allowed:
@@ -72,7 +76,8 @@ def search_store(
         if rerank:
             # Tool outputs are line-structured: a line is one record (a setting, a log
             # entry), so the query's words meeting on one line are evidence.
-            weights = query_weights(query, store.bm25.idf)
+            if weights is None:
+                weights = query_weights(query, store.bm25.idf)
             hits = rerank_by_coverage(
                 hits,
                 weights,

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memctx import MemoryContextConfig
-from memctx.messages import message_text
 from memctx.recall import parse_recall_block
-from memctx.retrieval import HashEmbedder
-from memctx.runtime import MemoryContext
+from tests.helpers.tool_output_recall import recall_after_tool_output
 
 # A test run's output: the command and the suite's module names up front, the verdict at
 # the end, far enough apart to land in different chunks.
@@ -34,39 +31,9 @@ OTHERS = [
 def test_the_chunk_holding_the_answer_is_recalled_with_its_message_label_once(
     tmp_path: Path,
 ) -> None:
-    history = [
-        {"role": "user", "content": "run the whole suite"},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "mix test"}}
-            ],
-        },
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": LOG}],
-        },
-        *({"role": "user", "content": text} for text in OTHERS),
-    ]
-    config = MemoryContextConfig(knowledge_extraction=False, hard_cap_tokens=2_000)
-    with MemoryContext(
-        config,
-        store_dir=tmp_path,
-        session_id="s1",
-        context_window_tokens=200_000,
-        embedder=HashEmbedder(),
-    ) as mem:
-        mem.on_before_compact(history)
-        assert mem.wait_idle(60)
-        out = mem.on_context(
-            [
-                {
-                    "role": "user",
-                    "content": "How many failures did the mix test run of the suite have?",
-                }
-            ]
-        )
-    blocks = [message_text(m) for m in out if "<recalled-context" in message_text(m)]
+    blocks = recall_after_tool_output(
+        tmp_path, LOG, OTHERS, "How many failures did the mix test run of the suite have?"
+    )
     assert len(blocks) == 1
     entries = [e for e in parse_recall_block(blocks[0]) if e.kind == "detail"]
     logs = [e for e in entries if e.label == "tool bash"]

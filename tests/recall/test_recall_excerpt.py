@@ -9,12 +9,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx import MemoryContextConfig
-from memctx.messages import message_text
 from memctx.recall import parse_recall_block
 from memctx.recall.excerpt import MIN_LINES, query_excerpt
-from memctx.retrieval import HashEmbedder, query_weights
-from memctx.runtime import MemoryContext
+from memctx.retrieval import query_weights
+from tests.helpers.tool_output_recall import recall_after_tool_output
 
 LOG = "\n".join(
     [f"INFO  GET /api/items/{n} 200 in {n % 90}ms" for n in range(40)]
@@ -79,32 +77,12 @@ def test_an_excerpt_is_runs_of_the_texts_own_lines_in_order(
 
 
 def test_the_hook_shows_the_excerpt_and_parses_back(tmp_path: Path) -> None:
-    history = [
-        {"role": "user", "content": "tail the api log"},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "tail"}}
-            ],
-        },
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": LOG}],
-        },
-        {"role": "user", "content": "We deploy the billing service to Fly.io."},
-    ]
-    config = MemoryContextConfig(knowledge_extraction=False, hard_cap_tokens=2_000)
-    with MemoryContext(
-        config,
-        store_dir=tmp_path,
-        session_id="s1",
-        context_window_tokens=200_000,
-        embedder=HashEmbedder(),
-    ) as mem:
-        mem.on_before_compact(history)
-        assert mem.wait_idle(60)
-        out = mem.on_context([{"role": "user", "content": "Which PR has a review requested?"}])
-    blocks = [message_text(m) for m in out if "<recalled-context" in message_text(m)]
+    blocks = recall_after_tool_output(
+        tmp_path,
+        LOG,
+        ["We deploy the billing service to Fly.io."],
+        "Which PR has a review requested?",
+    )
     assert len(blocks) == 1
     logs = [e for e in parse_recall_block(blocks[0]) if e.label == "tool bash"]
     assert len(logs) == 1
