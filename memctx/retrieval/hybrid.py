@@ -29,8 +29,11 @@ conversation, so they are on by default for archived segments:
   of the evidence of questions naming one speaker is that speaker's. When the query names
   some but not all of the candidates' speakers, another speaker's message keeps
   ``1 - speaker_prior`` of its score (its neighbours' credit included: the question that
-  drew an answer still ranks, below the answer). Messages without a speaker (tool outputs,
-  unnamed turns) are left as they are, so a coding session without names is unaffected.
+  drew an answer still ranks, below the answer), unless it is among the
+  ``speaker_prior_spares`` best matches by its own score: a question that credits one
+  speaker with another's words still finds them. Messages without a speaker (tool
+  outputs, unnamed turns) are left as they are, so a coding session without names is
+  unaffected.
 
 An *episode* is a run of consecutive segments of one session whose timestamps are at most
 ``episode_gap_seconds`` apart (one LoCoMo session; one stretch of work in a coding session).
@@ -106,6 +109,11 @@ class SearchParams:
     # Speaker prior (module docstring). Chosen by leave-one-conversation-out on LoCoMo
     # through on_context (python -m memctx.bench.locomo.loo --speaker); see docs/results.md.
     speaker_prior: float = 0.3
+    # The best this many candidates by their own match are never discounted (the prior must
+    # not bury the query's strongest evidence): on LoCoMo's adversarial questions, which
+    # credit one speaker with the other's words, evidence recall at 2,000 tokens is 94 / 97 %
+    # (hash / transformer) without the prior, 88 / 84 % with it, 89 / 89 % with 10 spared.
+    speaker_prior_spares: int = 10
 
 
 DEFAULT_PARAMS = SearchParams()
@@ -312,7 +320,8 @@ def hybrid_search(
         scale = 1.0
     scores = value / scale
     if speakers_of is not None and params.speaker_prior > 0.0:
-        scores = scores * _speaker_factors(q_tokens, speakers_of(cand.tolist()), params)
+        own = base[: len(cand)]
+        scores = scores * _speaker_factors(q_tokens, speakers_of(cand.tolist()), own, params)
     if now is not None:
         stamps = map(timestamp_of, cand.tolist())
         factors = [1.0 if t is None else decay_factor(now - t, params) for t in stamps]
@@ -335,10 +344,11 @@ def hybrid_search(
 
 
 def _speaker_factors(
-    q_tokens: list[str], speakers: list[str | None], params: SearchParams
+    q_tokens: list[str], speakers: list[str | None], own: np.ndarray, params: SearchParams
 ) -> np.ndarray | float:
-    """Per candidate, 1 or ``1 - speaker_prior`` (said by a speaker the query does not name,
-    when it names another of them)."""
+    """Per candidate, 1 or ``1 - speaker_prior``: said by a speaker the query does not name,
+    when it names another of them, and not among the ``speaker_prior_spares`` best
+    candidates by ``own`` (each candidate's own base score, before smoothing)."""
     present = set(speakers)
     present.discard(None)
     if len(present) < 2:
@@ -347,10 +357,17 @@ def _speaker_factors(
     named = {s for s in present if s is not None and asked.intersection(_name_tokens(s))}
     if not named or len(named) == len(present):
         return 1.0
-    other = 1.0 - params.speaker_prior
-    return np.fromiter(
-        (1.0 if s is None or s in named else other for s in speakers), np.float64, len(speakers)
+    by_other = np.fromiter(
+        (s is not None and s not in named for s in speakers), np.bool_, len(speakers)
     )
+    spared = params.speaker_prior_spares
+    if 0 < spared < len(own):
+        # The query's best matches by their own words and meaning stand whoever said them:
+        # a question that credits one speaker with another's words still finds them.
+        by_other &= own < np.partition(own, len(own) - spared)[len(own) - spared]
+    elif spared >= len(own):
+        return 1.0
+    return np.where(by_other, 1.0 - params.speaker_prior, 1.0)
 
 
 @lru_cache(maxsize=1024)

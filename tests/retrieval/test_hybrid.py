@@ -167,8 +167,10 @@ def test_a_question_naming_one_speaker_prefers_what_that_speaker_said() -> None:
     ]
     bm25, vectors, _ = _corpus(texts)
     speakers: list[str | None] = ["Caroline", "Melanie", None]
+    # Nothing spared by its own match (a store this small is all "best matches").
+    params = SearchParams(speaker_prior_spares=0)
 
-    def ranked(query: str, params: SearchParams = DEFAULT_PARAMS, prior: bool = True):
+    def ranked(query: str, params: SearchParams = params, prior: bool = True):
         return hybrid_search(
             query,
             bm25=bm25,
@@ -185,16 +187,27 @@ def test_a_question_naming_one_speaker_prefers_what_that_speaker_said() -> None:
     with_prior = ranked(question)
     assert with_prior[0].key == 1
     scores = {h.key: h.score for h in with_prior}
-    other = 1.0 - DEFAULT_PARAMS.speaker_prior
+    other = 1.0 - params.speaker_prior
     assert scores[0] == pytest.approx(without[0] * other)
     assert scores[1] == pytest.approx(without[1]) and scores[2] == pytest.approx(without[2])
-    # Naming both (or neither) is no preference; a prior of 0 is none either.
-    for query, params in [
-        ("was the camping trip by the lake great, Melanie and Caroline?", DEFAULT_PARAMS),
-        ("was the camping trip by the lake great?", DEFAULT_PARAMS),
-        (question, SearchParams(speaker_prior=0.0)),
+    # Naming both (or neither) is no preference; a prior of 0 is none either; nor is it
+    # when the other speaker's message is among the spared best matches (the question may
+    # credit Melanie with Caroline's words).
+    for query, other_params in [
+        ("was the camping trip by the lake great, Melanie and Caroline?", params),
+        ("was the camping trip by the lake great?", params),
+        (question, SearchParams(speaker_prior=0.0, speaker_prior_spares=0)),
+        (question, SearchParams(speaker_prior_spares=1)),
+        (question, DEFAULT_PARAMS),  # 10 spared: all three
     ]:
-        assert ranked(query, params) == ranked(query, params, prior=False)
+        assert ranked(query, other_params) == ranked(query, other_params, prior=False)
+    # Spared are the best by their own match, not by rank: with one spared, Caroline's
+    # (the best) stands; with Melanie's as the best own match, Caroline's is discounted.
+    melanie = "was our camping trip great, Melanie?"
+    assert ranked(melanie, SearchParams(speaker_prior_spares=1))[0].key == 1
+    spared_one = {h.key: h.score for h in ranked(melanie, SearchParams(speaker_prior_spares=1))}
+    plain = {h.key: h.score for h in ranked(melanie, prior=False)}
+    assert spared_one[0] == pytest.approx(plain[0] * other)
 
 
 def test_the_store_knows_who_said_a_segment_and_keeps_it_across_a_reload(
