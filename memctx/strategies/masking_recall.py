@@ -155,8 +155,7 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             # The snapshot keeps its budget through a long turn and the engine trims around
             # it; when even that leaves the call over the window (what the engine may not
             # drop is that long), this call's snapshot gives up the excess, once.
-            room = count(self._pinned[0]) - over
-            shown = self._snapshot(with_previous_summary("", self._state), room)
+            shown = self._state_within(count(self._pinned[0]) - over)
             pinned = [summary_message(shown)] if shown else []
             context = engine.on_context(masked[:head] + pinned + masked[cut:])
         latency += (time.perf_counter() - started) * 1000.0
@@ -223,6 +222,12 @@ class MaskingRecallStrategy(MemoryContextStrategy):
             text = with_previous_summary(text, self._state)
         self._state = self._snapshot(text, self.pin_tokens)
         return [summary_message(self._state)] if self._state else []
+
+    def _state_within(self, tokens: int) -> str:
+        """The current state snapshot cut to ``tokens``: the snapshot reads its own text
+        back (as the state before an empty stretch of conversation) and keeps what ranks
+        first, the rules and open tasks, as any smaller snapshot does."""
+        return self._snapshot(with_previous_summary("", self._state), tokens)
 
     def _snapshot(self, text: str, tokens: int) -> str:
         """:func:`state_snapshot` whose message the counter puts within ``tokens`` (its
