@@ -357,16 +357,16 @@ def _speaker_factors(
     named = {s for s in present if s is not None and asked.intersection(_name_tokens(s))}
     if not named or len(named) == len(present):
         return 1.0
+    spared = params.speaker_prior_spares
+    if spared >= len(own):
+        return 1.0  # every candidate is among the best matches
     by_other = np.fromiter(
         (s is not None and s not in named for s in speakers), np.bool_, len(speakers)
     )
-    spared = params.speaker_prior_spares
-    if 0 < spared < len(own):
+    if spared > 0:
         # The query's best matches by their own words and meaning stand whoever said them:
         # a question that credits one speaker with another's words still finds them.
         by_other &= own < np.partition(own, len(own) - spared)[len(own) - spared]
-    elif spared >= len(own):
-        return 1.0
     return np.where(by_other, 1.0 - params.speaker_prior, 1.0)
 
 
