@@ -53,7 +53,7 @@ from memctx.messages import (
     safe_label,
 )
 from memctx.recall import RecallItem, detail_label, message_source
-from memctx.retrieval import BM25Index, Embedder, make_embedder
+from memctx.retrieval import BM25Index, Embedder, SearchParams, make_embedder
 from memctx.store import (
     KNOWLEDGE_FILE,
     OUTPUT_DIR,
@@ -615,13 +615,16 @@ class Archive:
     def read_output(self, ref: str) -> str:
         return read_output_ref(self._dir, ref)
 
-    def memory_search(self, query: str, limit: int) -> list[dict[str, Any]]:
+    def memory_search(self, query: str, limit: int, params: SearchParams) -> list[dict[str, Any]]:
+        """The ``memory_search`` tool over this archive, ranked with ``params`` (the
+        engine's: the same weights its recall uses)."""
         return memory_search(
             self.raw,
             query,
             limit,
             session_id=self._session,
             cross_session=self._config.cross_session,
+            params=params,
         )
 
     def stats(self) -> dict[str, Any]:

@@ -351,7 +351,9 @@ class MemoryContext:
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError(f"memory_search limit must be an int, got {type(limit).__name__}")
         with self._lock:
-            return self._archive.memory_search(query, limit)
+            # Ranked as this engine's recall is (vectorWeight, textWeight, speakerPrior,
+            # timeDecay, autoRecallMinScore), not with the search's defaults.
+            return self._archive.memory_search(query, limit, self._recall_setup.params)
 
     def read_output_ref(self, ref: str) -> str:
         """The whole text an archived note names (``tool-output/<name>.json``): the middle

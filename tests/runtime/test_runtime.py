@@ -192,6 +192,47 @@ def test_compaction_hook_archives_and_extracts_knowledge(tmp_path: Path) -> None
         assert set(hits[0]) == {"content", "score", "session_id", "turn"}
 
 
+def test_memory_search_ranks_with_the_engines_own_settings(tmp_path: Path) -> None:
+    """The tool ranks as the engine's recall does: its speakerPrior (and weights) apply."""
+    chat = [
+        {
+            "role": "user" if i % 2 else "assistant",
+            "name": "Caroline" if i % 2 else "Melanie",
+            "content": f"the trip number {i} to the lake was {'great' if i % 3 else 'long'}",
+        }
+        for i in range(24)
+    ]
+
+    def scores(prior: float) -> dict[str, tuple[str, float]]:
+        config = MemoryContextConfig(knowledge_extraction=False, speaker_prior=prior)
+        store = tmp_path / f"prior-{prior}"
+        with MemoryContext(
+            config,
+            store_dir=store,
+            session_id="s1",
+            context_window_tokens=WINDOW,
+            embedder=HashEmbedder(),
+        ) as mem:
+            mem.on_before_compact(chat)
+            assert mem.wait_idle(60)
+            hits = mem.memory_search("how was the trip to the lake, Melanie?", limit=20)
+        by_text = {m["content"]: m["name"] for m in chat}
+        return {h["content"]: (by_text[h["content"]], h["score"]) for h in hits}
+
+    plain, prior = scores(0.0), scores(0.3)
+    shared = plain.keys() & prior.keys()
+    discounted = {
+        text
+        for text in shared
+        if prior[text][1] == pytest.approx(plain[text][1] * 0.7, abs=2e-6)
+        and prior[text][1] < plain[text][1]
+    }
+    # Past the ten spared best matches, Caroline's messages keep 0.7 of their score;
+    # Melanie's (the speaker the question names) keep all of it.
+    assert discounted and all(prior[t][0] == "Caroline" for t in discounted)
+    assert all(prior[t][1] == pytest.approx(plain[t][1], abs=2e-6) for t in shared - discounted)
+
+
 @pytest.mark.parametrize(
     "bad",
     [None, "text", 42, [1, 2], [{"role": "user", "content": "x"}, None], {"role": "user"}],
