@@ -32,7 +32,10 @@ pose as another role). A fact says its type and the kind of message it was extra
 The text is what the cap pays for, so the format spends it on evidence. A header names each
 day once (``[YYYY-MM-DD]``, UTC, from the archived message's own timestamp; with the session
 when the details come from more than one) instead of a ``[date time role]`` prefix on every
-item: measured on LoCoMo, that prefix cost about a tenth of a short chat turn. Days appear in
+item: measured on LoCoMo, that prefix cost about a tenth of a short chat turn. For the same
+reason a line does not repeat the day its header shows: an exported chat's ``[8 May 2023]
+Caroline: ...`` under ``[2023-05-08]`` is shown as ``Caroline: ...``
+(:attr:`RecallItem.shown_text`; a date with a time, or of another day, stays). Days appear in
 chronological order and lines in archive order within a day, because a reader resolves
 "yesterday" or a later correction only in order; ``…`` marks skipped messages between two
 shown ones, so that two lines are not read as a reply to each other. Whitespace that carries
@@ -89,6 +92,7 @@ from memctx.messages import (
     safe_label,
     unquote_text,
 )
+from memctx.text import leading_day
 
 __all__ = [
     "GAP_MARKER",
@@ -224,8 +228,19 @@ class RecallItem:
         if self.runs:  # the gap marker is memctx's own line: no continuation prefix
             shown = (indent_continuation(quote_text(compact_text(r))) for r in self.runs)
             return f"{safe_label(self.label)}: {_INNER_GAP.join(shown)}"
-        text = indent_continuation(quote_text(compact_text(self.text)))
+        text = indent_continuation(quote_text(compact_text(self.shown_text)))
         return f"{safe_label(self.label)}: {text}"
+
+    @cached_property
+    def shown_text(self) -> str:
+        """A detail's :attr:`text` as its line shows it, before whitespace compaction:
+        without a leading date that names only the day of its header (an exported chat's
+        ``[8 May 2023] Caroline: ...`` under ``[2023-05-08]`` shows ``Caroline: ...``). An
+        item of several runs (an excerpt, chunks with gaps) shows them as they are."""
+        lead = None if self.runs else leading_day(self.text)
+        if lead is None or lead[0] != self.day or not self.text[lead[1] :].strip():
+            return self.text
+        return self.text[lead[1] :]
 
     def cost(self, count: Callable[[str], int]) -> int:
         """Tokens of :attr:`line`, or a little more: a detail's text is counted before its
@@ -239,7 +254,7 @@ class RecallItem:
     def rough_line(self) -> str:
         """:attr:`line` before whitespace compaction: what :meth:`cost` counts (computed
         once: the fill asks an item's cost several times)."""
-        shown = indent_continuation(quote_text(normalize_breaks(self.text)))
+        shown = indent_continuation(quote_text(normalize_breaks(self.shown_text)))
         return f"{safe_label(self.label)}: {shown}"
 
 

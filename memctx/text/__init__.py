@@ -25,6 +25,7 @@ from .cut import cut_middle as cut_middle
 from .cut import is_cut_middle as is_cut_middle
 from .cut import omission_note as omission_note
 from .dates import leading_date as leading_date
+from .dates import leading_day as leading_day
 from .dates import leading_speaker as leading_speaker
 from .keywords import (
     CJK_CHARS,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-__all__ = ["leading_date", "leading_speaker"]
+__all__ = ["leading_date", "leading_day", "leading_speaker"]
 
 _MONTHS = (
     "january february march april may june july august september october november december"
@@ -86,6 +86,25 @@ def leading_date(text: str) -> float | None:
         return _epoch(match)
     except (ValueError, OverflowError):
         return None
+
+
+def leading_day(text: str) -> tuple[str, int] | None:
+    """The day ``text`` opens with when its leading date names a day and no time:
+    ``(YYYY-MM-DD, length)``, ``length`` covering the date, its brackets or separator and
+    the spaces after (``[8 May 2023] Caroline: ...`` gives ``("2023-05-08", 13)``); else
+    ``None``, as for a date with a time (``[2023-05-08 14:30] bob:``), which says more than
+    its day."""
+    match = _date_prefix(text)
+    if match is None or match["iso_hour"] or match["pre_hour"] or match["post_hour"]:
+        return None
+    try:
+        day = datetime.fromtimestamp(_epoch(match), UTC).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError):
+        return None
+    end = match.end()
+    while end < len(text) and text[end].isspace():
+        end += 1
+    return day, end
 
 
 def leading_speaker(text: str) -> str | None:

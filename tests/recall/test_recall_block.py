@@ -13,6 +13,7 @@ from memctx.recall.block import (
     RecallItem,
     build_recall_block,
     compact_text,
+    parse_recall_block,
     recall_message,
 )
 from memctx.text import chunk_text
@@ -114,6 +115,30 @@ def test_details_are_shown_in_time_order_under_one_header_per_day() -> None:
         "[2026-03-12]",
         "user: late event",
     ]
+
+
+def test_a_chat_line_does_not_repeat_the_day_its_header_shows() -> None:
+    """An exported chat's ``[date] name: text`` under that date's header shows ``name:
+    text``; a date of another day, a date with a time, or a date alone are shown as they are
+    (each says something the header does not)."""
+    items = [
+        detail("[10 Feb 2026] Caroline: I went to a support group", 0.9, "user", T0, seq=1),
+        detail("[9 Feb 2026] Melanie: a date of another day", 0.8, "user", T0, seq=2),
+        detail("[10 Feb 2026 09:30] Melanie: a time", 0.7, "user", T0, seq=3),
+        detail("[10 Feb 2026]", 0.6, "user", T0, seq=4),
+    ]
+    block = build_recall_block([], items, 4000)
+    assert block is not None
+    section = block.text.split("<detail>\n", 1)[1].split("\n</detail>", 1)[0]
+    assert section.splitlines() == [
+        "[2026-02-10]",
+        "user: Caroline: I went to a support group",
+        "user: [9 Feb 2026] Melanie: a date of another day",
+        "user: [10 Feb 2026 09:30] Melanie: a time",
+        "user: [10 Feb 2026]",
+    ]
+    # What the line leaves out is the header's day; the parser reads the line as shown.
+    assert parse_recall_block(block.text)[0].text == items[0].shown_text
 
 
 def test_consecutive_archive_positions_are_not_separated_by_a_gap_marker() -> None:

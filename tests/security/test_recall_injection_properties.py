@@ -25,6 +25,7 @@ from memctx.messages.quoting import (
 from memctx.recall import RecallItem, build_recall_block, compact_text, parse_recall_block
 from memctx.retrieval import HashEmbedder
 from memctx.runtime import MemoryContext
+from memctx.text import leading_day
 
 _CUT = " …[cut]"
 TOKENS = [
@@ -67,6 +68,9 @@ TOKENS = [
     "  ",
     "\t",
     "zebrafish",
+    "[1 January 1970] ",  # the day of the details on day 0: shown without it
+    "1970-01-02 | ",
+    "[2 Jan 1970 10:00] ",  # a time says more than the header: kept
 ]
 CHARS = "ab <>&;#/\n -:[]…x\u3008\uff1c"
 TEXT = st.lists(
@@ -128,7 +132,11 @@ def test_any_archived_text_parses_back_into_the_items_shown(
     got_facts = [(e.label, e.text) for e in entries if e.kind == "knowledge"]
     assert got_facts == [(safe_label(k.label), " ".join(k.text.split())) for k in block.knowledge]
     got = sorted((e.label, e.text) for e in entries if e.kind == "detail")
-    assert got == sorted((safe_label(d.label), compact_text(d.text)) for d in block.details)
+    assert got == sorted((safe_label(d.label), compact_text(d.shown_text)) for d in block.details)
+    for shown in block.details:  # what a line leaves out is only the date its header shows
+        elided = shown.text[: len(shown.text) - len(shown.shown_text)]
+        assert shown.text.endswith(shown.shown_text)
+        assert not elided or leading_day(shown.text) == (shown.day, len(elided))
     originals = {item.ref: item.text for item in items}
     for shown in block.details:  # each shown text is the archived one, or its head, cut
         if shown.chunks:  # several chunks: each line shown is a line of one of them

@@ -16,7 +16,7 @@ from memctx.config import MemoryContextConfig
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.runtime.engine import MemoryContext
 from memctx.store import RawStore
-from memctx.text.dates import leading_date, leading_speaker
+from memctx.text.dates import leading_date, leading_day, leading_speaker
 
 
 def _at(*parts: int) -> float:
@@ -113,6 +113,39 @@ def test_no_speaker_without_a_leading_date_and_a_short_name(text: str) -> None:
 def test_any_text_gives_a_speaker_or_none_and_never_raises(text: str) -> None:
     name = leading_speaker(text)
     assert name is None or (0 < len(name) <= 40 and ":" not in name and "\n" not in name)
+
+
+@pytest.mark.parametrize(
+    ("text", "day", "rest"),
+    [
+        ("[8 May 2023] Caroline: hi", "2023-05-08", "Caroline: hi"),
+        ("8 May 2023: Caroline: hi", "2023-05-08", "Caroline: hi"),
+        ("2023-05-08 | deploy done", "2023-05-08", "deploy done"),
+        ("Monday, May 8, 2023:\n  notes", "2023-05-08", "notes"),
+        ("  (May 8th, 2023)  - x", "2023-05-08", "- x"),
+    ],
+)
+def test_a_leading_date_that_names_only_a_day_is_read_with_its_extent(
+    text: str, day: str, rest: str
+) -> None:
+    lead = leading_day(text)
+    assert lead is not None and lead[0] == day and text[lead[1] :] == rest
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[2023-05-08 14:30] bob: a time says more than the day",
+        "1:56 pm on 8 May, 2023 - Caroline: hi",
+        "[8 May 2023, 10:00] x",
+        "[31 February 2023] no such day",
+        "We met on [8 May 2023]",
+        "05/08/2023: numeric, order unknown",
+        "",
+    ],
+)
+def test_no_leading_day_for_a_time_a_bad_date_or_none(text: str) -> None:
+    assert leading_day(text) is None
 
 
 NOW = _at(2024, 1, 10, 12)
