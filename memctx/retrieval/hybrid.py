@@ -29,11 +29,14 @@ conversation, so they are on by default for archived segments:
   of the evidence of questions naming one speaker is that speaker's. When the query names
   some but not all of the candidates' speakers, another speaker's message keeps
   ``1 - speaker_prior`` of its score (its neighbours' credit included: the question that
-  drew an answer still ranks, below the answer), unless it is among the
-  ``speaker_prior_spares`` best matches by its own score: a question that credits one
-  speaker with another's words still finds them. Messages without a speaker (tool
-  outputs, unnamed turns) are left as they are, so a coding session without names is
-  unaffected.
+  drew an answer still ranks, below the answer). Who said a message is then the prior's
+  business, not the embedding's: with the prior on, the query is embedded without the names
+  of the speakers the store knows (``speaker_names``, as written: capitalised). A name
+  pulls a sentence embedding toward everything its speaker said, whatever it is about; left
+  out, the vector matches what the question asks, and a question that credits one speaker
+  with another's words still finds them by their content. BM25 keeps the names. Messages
+  without a speaker (tool outputs, unnamed turns) are left as they are, so a coding session
+  without names is unaffected.
 
 An *episode* is a run of consecutive segments of one session whose timestamps are at most
 ``episode_gap_seconds`` apart (one LoCoMo session; one stretch of work in a coding session).
@@ -56,6 +59,7 @@ recall at 2,000 tokens from 78% to 14% (a week-old message weighs 0.43, a month-
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -109,11 +113,6 @@ class SearchParams:
     # Speaker prior (module docstring). Chosen by leave-one-conversation-out on LoCoMo
     # through on_context (python -m memctx.bench.locomo.loo --speaker); see docs/results.md.
     speaker_prior: float = 0.3
-    # The best this many candidates by their own match are never discounted (the prior must
-    # not bury the query's strongest evidence): on LoCoMo's adversarial questions, which
-    # credit one speaker with the other's words, evidence recall at 2,000 tokens is 94 / 97 %
-    # (hash / transformer) without the prior, 88 / 84 % with it, 89 / 89 % with 10 spared.
-    speaker_prior_spares: int = 10
 
 
 DEFAULT_PARAMS = SearchParams()
@@ -257,6 +256,7 @@ def hybrid_search(
     limit: int = 10,
     exclude: Collection[int] = (),
     speakers_of: Callable[[list[int]], list[str | None]] | None = None,
+    speaker_names: Collection[str] = (),
 ) -> list[ScoredKey]:
     """Rank archived segments for ``query``; best first, at most ``limit``.
 
@@ -277,6 +277,8 @@ def hybrid_search(
             rest is the same as without ``exclude``, with these left out.
         speakers_of: Who said each of a list of keys (``None``: no one named), for the
             speaker prior; ``None`` disables it.
+        speaker_names: The speakers the searched segments may have: with the speaker prior
+            on, the query is embedded without their names (module docstring).
     """
     if not query.strip() or limit <= 0 or len(vectors) == 0:
         return []
@@ -284,7 +286,8 @@ def hybrid_search(
     # Scored once, read three ways (best, top pool, candidates) without a dict over every
     # matching document: a common word matches most of a 20,000-segment store.
     text = bm25.query(q_tokens) if params.text_weight > 0 else None
-    q_vec = embed_query(embedder, query)
+    prior = speakers_of is not None and params.speaker_prior > 0.0
+    q_vec = embed_query(embedder, query_without_names(query, speaker_names) if prior else query)
     pool = len(vectors) if params.candidates is None else params.candidates
     similarity = vectors.query(q_vec, allowed)  # one product, read twice (top, candidates)
     # Keys as sorted int64 arrays from here on: a few thousand keys per search went through
@@ -319,9 +322,8 @@ def hybrid_search(
     else:
         scale = 1.0
     scores = value / scale
-    if speakers_of is not None and params.speaker_prior > 0.0:
-        own = base[: len(cand)]
-        scores = scores * _speaker_factors(q_tokens, speakers_of(cand.tolist()), own, params)
+    if prior and speakers_of is not None:
+        scores = scores * _speaker_factors(q_tokens, speakers_of(cand.tolist()), params)
     if now is not None:
         stamps = map(timestamp_of, cand.tolist())
         factors = [1.0 if t is None else decay_factor(now - t, params) for t in stamps]
@@ -344,11 +346,10 @@ def hybrid_search(
 
 
 def _speaker_factors(
-    q_tokens: list[str], speakers: list[str | None], own: np.ndarray, params: SearchParams
+    q_tokens: list[str], speakers: list[str | None], params: SearchParams
 ) -> np.ndarray | float:
     """Per candidate, 1 or ``1 - speaker_prior``: said by a speaker the query does not name,
-    when it names another of them, and not among the ``speaker_prior_spares`` best
-    candidates by ``own`` (each candidate's own base score, before smoothing)."""
+    when it names another of them."""
     present = set(speakers)
     present.discard(None)
     if len(present) < 2:
@@ -357,17 +358,36 @@ def _speaker_factors(
     named = {s for s in present if s is not None and asked.intersection(_name_tokens(s))}
     if not named or len(named) == len(present):
         return 1.0
-    spared = params.speaker_prior_spares
-    if spared >= len(own):
-        return 1.0  # every candidate is among the best matches
     by_other = np.fromiter(
         (s is not None and s not in named for s in speakers), np.bool_, len(speakers)
     )
-    if spared > 0:
-        # The query's best matches by their own words and meaning stand whoever said them:
-        # a question that credits one speaker with another's words still finds them.
-        by_other &= own < np.partition(own, len(own) - spared)[len(own) - spared]
     return np.where(by_other, 1.0 - params.speaker_prior, 1.0)
+
+
+def query_without_names(query: str, names: Collection[str]) -> str:
+    """``query`` without the words of ``names`` written as a name is (capitalised; a
+    possessive ``'s`` goes with it): "What did Caroline's mother say?" gives "What did
+    mother say?". The query itself when no word would be left."""
+    if not names:
+        return query
+    words = _name_words(frozenset(names))
+
+    def kept(match: re.Match[str]) -> str:
+        word = match.group()
+        bare = _POSSESSIVE.sub("", word).rstrip(".").lower()
+        return "" if word[0].isupper() and bare in words else word
+
+    left = " ".join(_WORD.sub(kept, query).split())
+    return left if _WORD.search(left) else query
+
+
+_WORD = re.compile(r"[^\W\d_][\w.'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+@lru_cache(maxsize=64)
+def _name_words(names: frozenset[str]) -> frozenset[str]:
+    return frozenset(w.rstrip(".").lower() for name in names for w in name.split())
 
 
 @lru_cache(maxsize=1024)

@@ -72,6 +72,7 @@ def search_store(
             limit=max(limit, params.coverage_pool) if rerank else limit,
             exclude=exclude,
             speakers_of=store.speakers,
+            speaker_names=store.speaker_names(),
         )
         if rerank:
             # Tool outputs are line-structured: a line is one record (a setting, a log

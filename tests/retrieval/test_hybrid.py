@@ -22,6 +22,7 @@ from memctx.retrieval.hybrid import (
     SearchParams,
     decay_factor,
     hybrid_search,
+    query_without_names,
 )
 from memctx.retrieval.vector_index import VectorIndex
 from memctx.store.memory_search import MAX_LIMIT, memory_search, search_store
@@ -167,8 +168,7 @@ def test_a_question_naming_one_speaker_prefers_what_that_speaker_said() -> None:
     ]
     bm25, vectors, _ = _corpus(texts)
     speakers: list[str | None] = ["Caroline", "Melanie", None]
-    # Nothing spared by its own match (a store this small is all "best matches").
-    params = SearchParams(speaker_prior_spares=0)
+    params = DEFAULT_PARAMS
 
     def ranked(query: str, params: SearchParams = params, prior: bool = True):
         return hybrid_search(
@@ -190,24 +190,63 @@ def test_a_question_naming_one_speaker_prefers_what_that_speaker_said() -> None:
     other = 1.0 - params.speaker_prior
     assert scores[0] == pytest.approx(without[0] * other)
     assert scores[1] == pytest.approx(without[1]) and scores[2] == pytest.approx(without[2])
-    # Naming both (or neither) is no preference; a prior of 0 is none either; nor is it
-    # when the other speaker's message is among the spared best matches (the question may
-    # credit Melanie with Caroline's words).
+    # Naming both (or neither) is no preference; a prior of 0 is none either.
     for query, other_params in [
         ("was the camping trip by the lake great, Melanie and Caroline?", params),
         ("was the camping trip by the lake great?", params),
-        (question, SearchParams(speaker_prior=0.0, speaker_prior_spares=0)),
-        (question, SearchParams(speaker_prior_spares=1)),
-        (question, DEFAULT_PARAMS),  # 10 spared: all three
+        (question, SearchParams(speaker_prior=0.0)),
     ]:
         assert ranked(query, other_params) == ranked(query, other_params, prior=False)
-    # Spared are the best by their own match, not by rank: with one spared, Caroline's
-    # (the best) stands; with Melanie's as the best own match, Caroline's is discounted.
-    melanie = "was our camping trip great, Melanie?"
-    assert ranked(melanie, SearchParams(speaker_prior_spares=1))[0].key == 1
-    spared_one = {h.key: h.score for h in ranked(melanie, SearchParams(speaker_prior_spares=1))}
-    plain = {h.key: h.score for h in ranked(melanie, prior=False)}
-    assert spared_one[0] == pytest.approx(plain[0] * other)
+
+
+def test_with_the_prior_on_the_query_is_embedded_without_the_speakers_names() -> None:
+    """A name would pull the query's vector toward everything its speaker said; the prior
+    decides who said what, BM25 still reads the name."""
+    texts = ["Caroline: the camping trip was great", "Melanie: our camping trip"]
+    bm25, vectors, _ = _corpus(texts)
+    speakers = ["Caroline", "Melanie"]
+
+    def hits(query: str, prior: bool, names: tuple[str, ...] = ("Caroline", "Melanie")):
+        found = hybrid_search(
+            query,
+            bm25=bm25,
+            vectors=vectors,
+            embedder=EMB,
+            limit=2,
+            speakers_of=(lambda keys: [speakers[k] for k in keys]) if prior else None,
+            speaker_names=names,
+        )
+        return {h.key: (h.vector, h.text) for h in found}
+
+    named, bare = (
+        hits("how was Melanie's camping trip?", True),
+        hits("how was camping trip?", False),
+    )
+    assert {k: v for k, (v, _) in named.items()} == pytest.approx(
+        {k: v for k, (v, _) in bare.items()}
+    )
+    # BM25 still reads the name: Melanie's message gains on Caroline's.
+    assert named[1][1] / named[0][1] > bare[1][1] / bare[0][1]
+    # Without the prior, or for names the store does not know, the query is embedded whole:
+    # the name lifts the vector match of the message that carries it.
+    whole = hits("how was Melanie's camping trip?", False)
+    assert whole[1][0] > bare[1][0]
+    assert hits("how was Melanie's camping trip?", True, ("Bob",)) == whole
+
+
+@pytest.mark.parametrize(
+    ("query", "left"),
+    [
+        ("What did Caroline research?", "What did research?"),
+        ("What is Caroline's identity?", "What is identity?"),
+        ("When did Dr. Jane O'Neil call Jane.", "When did call"),
+        ("what did caroline do?", "what did caroline do?"),  # not written as a name
+        ("Caroline?", "Caroline?"),  # nothing else to embed: the query as it is
+        ("Did Carolina go?", "Did Carolina go?"),
+    ],
+)
+def test_a_speakers_name_written_as_a_name_is_left_out(query: str, left: str) -> None:
+    assert query_without_names(query, {"Caroline", "Dr. Jane O'Neil"}) == left
 
 
 def test_the_store_knows_who_said_a_segment_and_keeps_it_across_a_reload(
@@ -227,8 +266,21 @@ def test_the_store_knows_who_said_a_segment_and_keeps_it_across_a_reload(
         keys = s.keys_for_session("s")
         assert s.speakers(keys) == want
         assert s.speakers([max(keys) + 1]) == [None]  # not a live key
+        assert s.speaker_names() == {"Caroline", "Melanie", "Ann"}
     with RawStore(tmp_path / "store", embedder=EMB, session_id="s", eviction_days=None) as s:
         assert s.speakers(s.keys_for_session("s")) == want
+        assert s.speaker_names() == {"Caroline", "Melanie", "Ann"}
+
+
+def test_a_speaker_whose_messages_are_all_evicted_is_no_longer_known(tmp_path: Path) -> None:
+    with RawStore(
+        tmp_path / "store", embedder=EMB, session_id="s", eviction_days=None, max_segments=2
+    ) as s:
+        for i, name in enumerate(["Ann", "Bob", "Bob", "Cy"]):
+            said = f"message {i}"
+            s.add_many([{"session_id": "s", "role": "user", "content": said, "name": name}])
+        # The two oldest went (capacity 2): Ann's only message, one of Bob's.
+        assert s.speaker_names() == {"Bob", "Cy"}
 
 
 @pytest.fixture

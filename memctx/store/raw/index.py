@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -49,6 +50,7 @@ class SegmentIndex:
         self.vectors = VectorIndex(dim, capacity=capacity)
         self.episodes = EpisodeIndex()
         self.by_session: dict[str, set[int]] = {}
+        self.speakers: Counter[str] = Counter()  # live segments per speaker (SegmentInfo)
         self.superseded = 0
         self.evicted = 0
         self.capped = 0  # records set aside by their message's quota
@@ -168,6 +170,8 @@ class SegmentIndex:
         self._key_of_digest[digest] = key
         self._key_of_id[info.id] = key
         self.by_session.setdefault(info.session_id, set()).add(key)
+        if info.speaker is not None:
+            self.speakers[info.speaker] += 1
         entry = (info.timestamp, key)
         heapq.heappush(self._heap, entry)
         if self._session_heaps is not None:
@@ -184,6 +188,10 @@ class SegmentIndex:
         """Remove a live segment from every structure."""
         info = self.info.pop(key)
         del self.loc[key]
+        if info.speaker is not None:
+            self.speakers[info.speaker] -= 1
+            if not self.speakers[info.speaker]:
+                del self.speakers[info.speaker]
         digest = self._digest_of.pop(key)
         if self._key_of_digest.get(digest) == key:
             del self._key_of_digest[digest]

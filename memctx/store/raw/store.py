@@ -897,6 +897,13 @@ class RawStore:
             info = self._idx.info
             return [i.speaker if (i := info.get(k)) is not None else None for k in keys]
 
+    def speaker_names(self) -> frozenset[str]:
+        """Every speaker of a live segment (:attr:`SegmentInfo.speaker`): the names the
+        search leaves out of its vector query (:func:`memctx.retrieval.hybrid_search`)."""
+        with self._lock:
+            self._ensure_open()
+            return frozenset(self._idx.speakers)
+
     def __len__(self) -> int:
         with self._lock:
             self.refresh()
