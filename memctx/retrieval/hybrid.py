@@ -371,13 +371,20 @@ def query_without_names(query: str, names: Collection[str]) -> str:
     if not names:
         return query
     words = _name_words(frozenset(names))
+    dropped = 0
 
     def kept(match: re.Match[str]) -> str:
+        nonlocal dropped
         word = match.group()
-        bare = _POSSESSIVE.sub("", word).rstrip(".").lower()
-        return "" if word[0].isupper() and bare in words else word
+        if word[0].isupper() and _POSSESSIVE.sub("", word).rstrip(".").lower() in words:
+            dropped += 1
+            return ""
+        return word
 
-    left = " ".join(_WORD.sub(kept, query).split())
+    left = _WORD.sub(kept, query)
+    if not dropped:
+        return query  # as it was, whitespace included
+    left = " ".join(left.split())
     return left if _WORD.search(left) else query
 
 

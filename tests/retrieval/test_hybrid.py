@@ -243,6 +243,7 @@ def test_with_the_prior_on_the_query_is_embedded_without_the_speakers_names() ->
         ("what did caroline do?", "what did caroline do?"),  # not written as a name
         ("Caroline?", "Caroline?"),  # nothing else to embed: the query as it is
         ("Did Carolina go?", "Did Carolina go?"),
+        ("no  name\n  here", "no  name\n  here"),  # untouched, whitespace included
     ],
 )
 def test_a_speakers_name_written_as_a_name_is_left_out(query: str, left: str) -> None:
