@@ -31,10 +31,11 @@ conversation, so they are on by default for archived segments:
   ``1 - speaker_prior`` of its score (its neighbours' credit included: the question that
   drew an answer still ranks, below the answer). Who said a message is then the prior's
   business, not the embedding's: with the prior on, the query is embedded without the names
-  of the speakers the store knows (``speaker_names``, as written: capitalised). A name
-  pulls a sentence embedding toward everything its speaker said, whatever it is about; left
-  out, the vector matches what the question asks, and a question that credits one speaker
-  with another's words still finds them by their content. BM25 keeps the names. Messages
+  of the speakers the store knows (``speaker_names``, as written: capitalised; two or more
+  of them, as the prior needs). A name pulls a sentence embedding toward everything its
+  speaker said, whatever it is about; left out, the vector matches what the question asks,
+  and a question that credits one speaker with another's words still finds them by their
+  content. BM25 keeps the names. Messages
   without a speaker (tool outputs, unnamed turns) are left as they are, so a coding session
   without names is unaffected.
 
@@ -278,7 +279,8 @@ def hybrid_search(
         speakers_of: Who said each of a list of keys (``None``: no one named), for the
             speaker prior; ``None`` disables it.
         speaker_names: The speakers the searched segments may have: with the speaker prior
-            on, the query is embedded without their names (module docstring).
+            on and two or more of them, the query is embedded without their names (module
+            docstring).
     """
     if not query.strip() or limit <= 0 or len(vectors) == 0:
         return []
@@ -287,7 +289,10 @@ def hybrid_search(
     # matching document: a common word matches most of a 20,000-segment store.
     text = bm25.query(q_tokens) if params.text_weight > 0 else None
     prior = speakers_of is not None and params.speaker_prior > 0.0
-    q_vec = embed_query(embedder, query_without_names(query, speaker_names) if prior else query)
+    # Names leave the vector only where the prior can tell speakers apart (two or more): an
+    # agent whose one assistant is named "Claude" keeps "Claude" in its query.
+    named = prior and len(speaker_names) > 1
+    q_vec = embed_query(embedder, query_without_names(query, speaker_names) if named else query)
     pool = len(vectors) if params.candidates is None else params.candidates
     similarity = vectors.query(q_vec, allowed)  # one product, read twice (top, candidates)
     # Keys as sorted int64 arrays from here on: a few thousand keys per search went through

@@ -231,7 +231,10 @@ def test_with_the_prior_on_the_query_is_embedded_without_the_speakers_names() ->
     # the name lifts the vector match of the message that carries it.
     whole = hits("how was Melanie's camping trip?", False)
     assert whole[1][0] > bare[1][0]
-    assert hits("how was Melanie's camping trip?", True, ("Bob",)) == whole
+    assert hits("how was Melanie's camping trip?", True, ("Bob", "Ann")) == whole
+    # One known speaker is no conversation between speakers: the prior cannot act, the
+    # name stays.
+    assert hits("how was Melanie's camping trip?", True, ("Melanie",)) == whole
 
 
 @pytest.mark.parametrize(
