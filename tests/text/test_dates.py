@@ -148,6 +148,12 @@ def test_no_leading_day_for_a_time_a_bad_date_or_none(text: str) -> None:
     assert leading_day(text) is None
 
 
+@given(st.text(max_size=200))
+def test_any_text_gives_a_leading_day_within_it_or_none(text: str) -> None:
+    lead = leading_day(text)
+    assert lead is None or (len(lead[0]) == 10 and 0 < lead[1] <= len(text))
+
+
 NOW = _at(2024, 1, 10, 12)
 
 
