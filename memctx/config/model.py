@@ -561,13 +561,13 @@ class MemoryContextConfig(_Model):
     speaker_prior: Weight = 0.3
     """When a question names some of the participants whose messages it finds (a chat's
     ``name``, or the speaker an exported chat line names after its date), another
-    participant's message keeps ``1 - speakerPrior`` of its score, and the question's vector
-    leaves the participants' names out (who said it is the prior's business); 0 turns both
-    off. Messages without a speaker (tool outputs, unnamed turns) are never affected. On
-    LoCoMo through ``on_context`` (cap 2,000) it lifts evidence recall 83.2 -> 85.8 % (hash)
-    and 87.0 -> 89.3 % (transformer); the adversarial questions, which credit one speaker
-    with the other's words, lose 94 -> 92 % and 97 -> 94 %. Chosen by
-    leave-one-conversation-out (docs/results.md)."""
+    participant's message keeps ``1 - speakerPrior`` of its score, and, with two or more
+    participants known, the question's vector leaves their names out (who said it is the
+    prior's business); 0 turns both off. Messages without a speaker (tool outputs, unnamed
+    turns) are never affected. On LoCoMo through ``on_context`` (cap 2,000) it lifts
+    evidence recall 83.2 -> 85.8 % (hash) and 87.0 -> 89.3 % (transformer); the adversarial
+    questions, which credit one speaker with the other's words, lose 94 -> 92 % and 97 ->
+    94 %. Chosen by leave-one-conversation-out (docs/results.md)."""
     extraction_model: Text = "memctx/offline"
     """litellm model for extraction and summaries; ``memctx/offline`` needs no network."""
     token_counter: Text = "estimate"
