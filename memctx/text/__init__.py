@@ -1,7 +1,8 @@
 """Text: the one keyword tokenizer (with stemming), the one cutter of text under a token budget
 (:func:`split_text`, and the overlapping line-aligned chunks of indexes), the one head/tail
 cut of a long text with its note (:func:`cut_middle`), the date a message's text starts with
-and the speaker after it (:func:`leading_date`, :func:`leading_speaker`), secret redaction,
+and the speaker after it (:func:`leading_date`, :func:`leading_speaker`,
+:func:`without_chat_prefix`), secret redaction,
 and rule-based topic and entity tags.
 
 May import: :mod:`memctx.errors`, :mod:`memctx.config`, :mod:`memctx.messages`.
@@ -27,6 +28,7 @@ from .cut import omission_note as omission_note
 from .dates import leading_date as leading_date
 from .dates import leading_day as leading_day
 from .dates import leading_speaker as leading_speaker
+from .dates import without_chat_prefix as without_chat_prefix
 from .keywords import (
     CJK_CHARS,
     CJK_RE,

@@ -20,6 +20,7 @@ a zone the time is UTC, the store's clock.
 :func:`leading_speaker` reads the name an exported chat line gives after its date
 (``[8 May 2023] Caroline: ...`` is Caroline's): who said a message that carries no ``name``.
 Only after a leading date: a line that merely opens with ``Note:`` or ``Error:`` names no one.
+:func:`without_chat_prefix` is the line without both: the words said.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-__all__ = ["leading_date", "leading_day", "leading_speaker"]
+__all__ = ["leading_date", "leading_day", "leading_speaker", "without_chat_prefix"]
 
 _MONTHS = (
     "january february march april may june july august september october november december"
@@ -118,6 +119,22 @@ def leading_speaker(text: str) -> str | None:
     if said is None or len(said["name"]) > _SPEAKER_CHARS:
         return None
     return said["name"]
+
+
+def without_chat_prefix(text: str) -> str:
+    """``text`` without the date it opens with and the speaker named after that date
+    (``[8 May 2023] Caroline: I went ...`` gives ``I went ...``): what the line says. The
+    text itself when it opens with no date (``Note: ...`` stays whole) or when nothing would
+    be left."""
+    match = _date_prefix(text)
+    if match is None:
+        return text
+    end = match.end()
+    said = _SPEAKER.match(text, end, end + _SPEAKER_CHARS + 8)
+    if said is not None and len(said["name"]) <= _SPEAKER_CHARS:
+        end = said.end()
+    rest = text[end:].strip()
+    return rest or text
 
 
 def _date_prefix(text: str) -> re.Match[str] | None:

@@ -22,7 +22,7 @@ from helpers.embedder_writer import OtherHashEmbedder, fact
 from memctx.errors import StoreError
 from memctx.retrieval import HashEmbedder
 from memctx.store import RawStore, search_store, vmem_status
-from memctx.store.raw.records import search_text
+from memctx.store.raw.records import vector_text
 from memctx.store.vmem import read_vmem
 
 WRITER = Path(__file__).resolve().parents[1] / "helpers" / "embedder_writer.py"
@@ -76,7 +76,7 @@ def _check_one_embedder(store: Path, owner_is_hash: bool) -> None:
     text_of = {}
     for line in (store / "segments.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        text_of[rec["id"]] = search_text(rec["content"], rec["timestamp"], rec.get("name"))
+        text_of[rec["id"]] = vector_text(rec["content"])
     hashed = HashEmbedder().embed([text_of[str(i)] for i in ids])
     same = np.isclose(np.sum(hashed * matrix, axis=1), 1.0, atol=1e-4)
     if owner_is_hash:
@@ -157,7 +157,7 @@ def test_a_reader_does_not_take_another_embedders_vectors_on_refresh(tmp_path: P
     assert reader.refresh() == 1
     key = reader.key_for(added.id)
     assert key is not None
-    want = HashEmbedder().embed([search_text(added.content, added.timestamp)])[0]
+    want = HashEmbedder().embed([vector_text(added.content)])[0]
     assert np.allclose(reader.vectors.get(key), want, atol=1e-5), (
         "the reader took the other embedder's vector from the file"
     )

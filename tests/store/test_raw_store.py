@@ -28,7 +28,7 @@ from memctx.retrieval.hybrid import hybrid_search
 from memctx.store.raw import store as store_module
 from memctx.store.raw import term_cache as terms_module
 from memctx.store.raw.io import child_path, decode_info, decode_record, encode_record
-from memctx.store.raw.records import search_text
+from memctx.store.raw.records import SEARCH_TEXT_VERSION, search_text
 from memctx.store.raw.store import RawStore, Segment
 from memctx.store.raw.term_counter import TermCounter
 from memctx.store.vmem import read_vmem, write_vmem
@@ -351,6 +351,65 @@ def test_damaged_vectors_are_rebuilt_once(
     assert counting.calls == 0 and third.stats()["vectors_rebuilt"] is None
     ids, _ = read_vmem(tmp_path / "vectors.bin", 384)
     assert {str(i) for i in ids} >= {s.id for s in third.segments()}
+
+
+class _Recording(CountingEmbedder):
+    """Keeps every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def _said(content: str, name: str | None = None) -> dict[str, Any]:
+    """A user message of session ``s1`` at ``NOW``, by ``name`` when given."""
+    message: dict[str, Any] = {"session_id": "s1", "role": "user", "content": content}
+    return message | {"timestamp": NOW} | ({"name": name} if name else {})
+
+
+def test_the_vector_embeds_the_words_said_and_bm25_the_day_and_speaker(tmp_path: Path) -> None:
+    recording = _Recording()
+    store = make_store(tmp_path, embedder=recording)
+    store.add_many(
+        [
+            _said("I went to a support group", "Caroline"),
+            ("s1", "user", "[8 May 2023] Melanie: I painted a lake sunrise"),
+            _said("Note: the build is green"),
+        ]
+    )
+    assert recording.seen == [
+        "I went to a support group",
+        "I painted a lake sunrise",
+        "Note: the build is green",  # no chat line's date: a label stays with the text
+    ]
+    # Who and when are found by keyword, and the stored content is the message's own.
+    for query, content in [
+        ("Caroline", "I went to a support group"),
+        ("Melanie", "[8 May 2023] Melanie: I painted a lake sunrise"),
+    ]:
+        top = store.bm25.top_k(tokenize(query), 1)[0][0]
+        assert store.content(top) == content
+    may = {store.content(k) for k, _ in store.bm25.top_k(tokenize("May 2023"), 5)}
+    assert "[8 May 2023] Melanie: I painted a lake sunrise" in may
+
+
+def test_vectors_of_the_previous_vector_text_are_embedded_again(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.add_many([_said("I went to a support group", "Caroline")])
+    store.close()
+    meta_path = tmp_path / "vectors.meta.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["version"].endswith(f"+text{SEARCH_TEXT_VERSION}")
+    meta["version"] = meta["version"].replace(f"+text{SEARCH_TEXT_VERSION}", "+text2")
+    meta_path.write_text(json.dumps(meta))  # written when the vector held the day and name
+    recording = _Recording()
+    again = make_store(tmp_path, embedder=recording).open()
+    assert again.stats()["vectors_rebuilt"]
+    assert recording.seen == ["I went to a support group"]
 
 
 def test_vectors_of_other_processes_are_read_not_embedded(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from memctx.config import MemoryContextConfig
 from memctx.retrieval.embeddings import HashEmbedder
 from memctx.runtime.engine import MemoryContext
 from memctx.store import RawStore
-from memctx.text.dates import leading_date, leading_day, leading_speaker
+from memctx.text.dates import leading_date, leading_day, leading_speaker, without_chat_prefix
 
 
 def _at(*parts: int) -> float:
@@ -221,3 +221,29 @@ def test_a_date_in_the_text_never_makes_a_message_expire_on_arrival(tmp_path: Pa
     )
     assert stamps["[1 Jan 2020] notes: the staging port is 8443"] == NOW
     assert stamps["[5 Jan 2024] notes: the API moved to v2"] == _at(2024, 1, 5)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[8 May 2023] Caroline: I went to a support group", "I went to a support group"),
+        ("1:56 pm on 8 May, 2023 - Caroline: hi", "hi"),
+        ("[2023-05-08 14:30] the deploy is done", "the deploy is done"),  # no speaker
+        ("2023-05-08: Melanie: a date, then a name", "a date, then a name"),
+        (
+            "Note: a label without a chat line's date stays",
+            "Note: a label without a chat line's date stays",
+        ),
+        ("Caroline: no date before the name", "Caroline: no date before the name"),
+        ("[8 May 2023] Caroline: ", "[8 May 2023] Caroline: "),  # nothing said: the text itself
+        ("I met her on [8 May 2023] Caroline: hi", "I met her on [8 May 2023] Caroline: hi"),
+    ],
+)
+def test_without_chat_prefix_leaves_the_words_said(text: str, said: str) -> None:
+    assert without_chat_prefix(text) == said
+
+
+@given(st.text(max_size=200))
+def test_without_chat_prefix_keeps_a_tail_of_the_text_and_never_raises(text: str) -> None:
+    said = without_chat_prefix(text)
+    assert said == text or (said and said.strip() == said and said in text)

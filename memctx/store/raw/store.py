@@ -110,7 +110,7 @@ from .io import (
 )
 from .lock import LockTimeout, StoreLock
 from .quota import message_key, message_quota, plan_batch
-from .records import search_text
+from .records import search_text, vector_text
 from .term_cache import STALE_MIN, TERMS_FILE, TermCache, read_term_cache, write_term_cache
 from .term_counter import TermCounter
 from .vectors import VectorFile
@@ -514,12 +514,7 @@ class RawStore:
         own: set[int] = set()
         for i in range(0, len(keys), _EMBED_BATCH):
             batch = keys[i : i + _EMBED_BATCH]
-            infos = [self._idx.info[k] for k in batch]
-            texts = [
-                search_text(self._content(k), info.timestamp, info.name)
-                for k, info in zip(batch, infos, strict=True)
-            ]
-            matrix = self._vfile.embed(texts)
+            matrix = self._vfile.embed([vector_text(self._content(k)) for k in batch])
             own.update(k for k, bad in zip(batch, bad_vector_rows(matrix), strict=True) if bad)
             self._idx.vectors.add_many(batch, matrix)
         return own
@@ -666,7 +661,7 @@ class RawStore:
             return results
         # Embedding is the slow part: outside the lock, and before anything is written.
         segments = [prepared[i].segment for i in todo]
-        matrix = self._vfile.embed([search_text(s.content, s.timestamp, s.name) for s in segments])
+        matrix = self._vfile.embed([vector_text(s.content) for s in segments])
         row_of = {i: row for row, i in enumerate(todo)}
         with self._lock, contextlib.ExitStack() as stack:
             self._ensure_open()

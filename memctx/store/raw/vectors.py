@@ -105,7 +105,7 @@ class VectorFile:
         self.meta_path = child_path(directory, VECTORS_META_FILE)
         self.embedder = embedder
         name, version, dim = embedder_identity(embedder)
-        # Vectors embed search_text(): a change to it makes them stale like a new model would.
+        # Vectors embed vector_text(): a change to it makes them stale like a new model would.
         self.identity = (name, f"{version}+text{SEARCH_TEXT_VERSION}", dim)
         self.dim = self.identity[2]
         self.dirty = False
