@@ -565,9 +565,9 @@ class MemoryContextConfig(_Model):
     participants known, the question's vector leaves their names out (who said it is the
     prior's business); 0 turns both off. Messages without a speaker (tool outputs, unnamed
     turns) are never affected. On LoCoMo through ``on_context`` (cap 2,000) it lifts
-    evidence recall 83.2 -> 85.8 % (hash) and 87.0 -> 89.3 % (transformer); the adversarial
-    questions, which credit one speaker with the other's words, lose 94 -> 92 % and 97 ->
-    94 %. Chosen by leave-one-conversation-out (docs/results.md)."""
+    evidence recall 82.1 -> 85.8 % (hash) and 86.1 -> 90.0 % (transformer); the adversarial
+    questions, which credit one speaker with the other's words, go 94 -> 93 % and 97 ->
+    97 %. Chosen by leave-one-conversation-out (docs/results.md)."""
     extraction_model: Text = "memctx/offline"
     """litellm model for extraction and summaries; ``memctx/offline`` needs no network."""
     token_counter: Text = "estimate"

@@ -32,7 +32,8 @@ conversation, so they are on by default for archived segments:
   drew an answer still ranks, below the answer). Who said a message is then the prior's
   business, not the embedding's: with the prior on, the query is embedded without the names
   of the speakers the store knows (``speaker_names``, as written: capitalised; two or more
-  of them, as the prior needs). A name pulls a sentence embedding toward everything its
+  of them, as the prior needs; a segment's vector has none either, as the raw store embeds
+  the words said alone). A name pulls a sentence embedding toward everything its
   speaker said, whatever it is about; left out, the vector matches what the question asks,
   and a question that credits one speaker with another's words still finds them by their
   content. BM25 keeps the names. Messages
