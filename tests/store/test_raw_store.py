@@ -28,7 +28,7 @@ from memctx.retrieval.hybrid import hybrid_search
 from memctx.store.raw import store as store_module
 from memctx.store.raw import term_cache as terms_module
 from memctx.store.raw.io import child_path, decode_info, decode_record, encode_record
-from memctx.store.raw.records import SEARCH_TEXT_VERSION, search_text
+from memctx.store.raw.records import VECTOR_TEXT_VERSION, search_text
 from memctx.store.raw.store import RawStore, Segment
 from memctx.store.raw.term_counter import TermCounter
 from memctx.store.vmem import read_vmem, write_vmem
@@ -403,8 +403,8 @@ def test_vectors_of_the_previous_vector_text_are_embedded_again(tmp_path: Path) 
     store.close()
     meta_path = tmp_path / "vectors.meta.json"
     meta = json.loads(meta_path.read_text())
-    assert meta["version"].endswith(f"+text{SEARCH_TEXT_VERSION}")
-    meta["version"] = meta["version"].replace(f"+text{SEARCH_TEXT_VERSION}", "+text2")
+    assert meta["version"].endswith(f"+text{VECTOR_TEXT_VERSION}")
+    meta["version"] = meta["version"].replace(f"+text{VECTOR_TEXT_VERSION}", "+text2")
     meta_path.write_text(json.dumps(meta))  # written when the vector held the day and name
     recording = _Recording()
     again = make_store(tmp_path, embedder=recording).open()

@@ -43,7 +43,7 @@ from memctx.text import leading_speaker, without_chat_prefix
 from ..checksum import ChecksumError, canonical_json, seal_record, verify_record
 
 __all__ = [
-    "SEARCH_TEXT_VERSION",
+    "VECTOR_TEXT_VERSION",
     "ChecksumError",
     "Segment",
     "SegmentInfo",
@@ -64,7 +64,7 @@ __all__ = [
 # What a segment's vector embeds: bump when vector_text changes, so that vectors of the old
 # text are re-embedded (the BM25 term cache has its own version). 2: the date and name
 # added; 3: the words said alone (vector_text), the date and name left to BM25.
-SEARCH_TEXT_VERSION: Final = 3
+VECTOR_TEXT_VERSION: Final = 3
 _MONTHS: Final = (
     "January February March April May June July August September October November December"
 ).split()

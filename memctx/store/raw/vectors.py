@@ -41,7 +41,7 @@ from ..vmem import (
     write_vmem,
 )
 from .io import child_path, file_size
-from .records import SEARCH_TEXT_VERSION
+from .records import VECTOR_TEXT_VERSION
 
 __all__ = [
     "VECTORS_FILE",
@@ -106,7 +106,7 @@ class VectorFile:
         self.embedder = embedder
         name, version, dim = embedder_identity(embedder)
         # Vectors embed vector_text(): a change to it makes them stale like a new model would.
-        self.identity = (name, f"{version}+text{SEARCH_TEXT_VERSION}", dim)
+        self.identity = (name, f"{version}+text{VECTOR_TEXT_VERSION}", dim)
         self.dim = self.identity[2]
         self.dirty = False
         self._meta_ok = False  # vectors.meta.json is known to name this embedder
