@@ -113,12 +113,8 @@ def leading_speaker(text: str) -> str | None:
     Caroline: ...`` gives ``Caroline``), else ``None``: no leading date, or no ``name:``
     (one to four words, at most 40 characters) right after it."""
     match = _date_prefix(text)
-    if match is None:
-        return None
-    said = _SPEAKER.match(text, match.end(), match.end() + _SPEAKER_CHARS + 8)
-    if said is None or len(said["name"]) > _SPEAKER_CHARS:
-        return None
-    return said["name"]
+    said = None if match is None else _speaker_after(text, match.end())
+    return None if said is None else said["name"]
 
 
 def without_chat_prefix(text: str) -> str:
@@ -129,12 +125,15 @@ def without_chat_prefix(text: str) -> str:
     match = _date_prefix(text)
     if match is None:
         return text
-    end = match.end()
-    said = _SPEAKER.match(text, end, end + _SPEAKER_CHARS + 8)
-    if said is not None and len(said["name"]) <= _SPEAKER_CHARS:
-        end = said.end()
-    rest = text[end:].strip()
+    said = _speaker_after(text, match.end())
+    rest = text[match.end() if said is None else said.end() :].strip()
     return rest or text
+
+
+def _speaker_after(text: str, end: int) -> re.Match[str] | None:
+    """The ``name: `` right after a leading date that ends at ``end``, if there is one."""
+    said = _SPEAKER.match(text, end, end + _SPEAKER_CHARS + 8)
+    return None if said is None or len(said["name"]) > _SPEAKER_CHARS else said
 
 
 def _date_prefix(text: str) -> re.Match[str] | None:
