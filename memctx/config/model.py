@@ -455,7 +455,11 @@ class MemoryContextConfig(_Model):
     same accuracy in every suite (72.6 %) and cost $120.93 / $271.42 / $140.16 (cache hits
     96.3 / 78.5 / 94.0 %)."""
     embedding_model: Literal["hash", "transformer"] = "hash"
-    """``hash`` (zero-cost) or ``transformer`` (all-MiniLM-L6-v2, 384-dim)."""
+    """``hash`` (zero-cost) or ``transformer`` (all-MiniLM-L6-v2, 384-dim). A store's vectors
+    name the embedder and the version of the text they embed; a store opened with another
+    (a changed setting, or a memctx whose vector text changed) re-embeds every segment once
+    and logs it: thousands of segments a second with ``hash``, tens with ``transformer`` on
+    a CPU, so minutes for a large store."""
     redaction: bool = True
     """Mask secrets before anything is persisted."""
     knowledge_extraction: bool = True
