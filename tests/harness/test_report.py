@@ -385,8 +385,8 @@ def test_the_report_of_the_baseline_has_the_frontier_section(tmp_path: Path) -> 
         "| meerkat × hash | $0.01243 | $100.5964 | 51.8 % (48–56) n=668 | on the frontier |",
         "| openclaw × transformer | $0.01591 | $128.7993 | 50.7 % (47–55) n=668 | dominated by "
         "meerkat × hash |",
-        "| masking-recall × hash | $0.01879 | $152.1231 | 91.0 % (89–93) n=668 | on the frontier |",
-        "| memory-context × hash | $0.02090 | $169.2178 | 85.3 % (82–88) n=668 | dominated by "
+        "| masking-recall × hash | $0.01879 | $152.1024 | 91.2 % (89–93) n=668 | on the frontier |",
+        "| memory-context × hash | $0.02091 | $169.2460 | 85.5 % (83–88) n=668 | dominated by "
         "masking-recall × hash |",
         "| observation-masking | $0.02355 | $190.6614 | 51.0 % (47–55) n=668 | dominated by "
         "meerkat × hash |",
