@@ -13,6 +13,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -395,6 +396,11 @@ def test_the_vector_embeds_the_words_said_and_bm25_the_day_and_speaker(tmp_path:
         assert store.content(top) == content
     may = {store.content(k) for k, _ in store.bm25.top_k(tokenize("May 2023"), 5)}
     assert "[8 May 2023] Melanie: I painted a lake sunrise" in may
+    # A message dated only by its timestamp is found by that day's words, which are in no
+    # text of it: the day line BM25 searches, not its vector.
+    day = datetime.fromtimestamp(NOW, UTC)
+    on_its_day = store.bm25.top_k(tokenize(f"{day:%B} {day.year}"), 5)
+    assert "I went to a support group" in {store.content(k) for k, _ in on_its_day}
 
 
 def test_vectors_of_the_previous_vector_text_are_embedded_again(tmp_path: Path) -> None:
