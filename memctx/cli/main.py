@@ -27,7 +27,9 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import get_args
 
+from memctx.config import DEFAULT_TRANSFORMER_MODEL, TransformerModelName
 from memctx.errors import MemctxError
 from memctx.transcripts import shared_datasets_dir
 
@@ -104,7 +106,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     check_input_file(store_dir / "segments.jsonl", what="store's segments.jsonl")
     if args.session is not None:
         validate_session_id(args.session)
-    with RawStore(store_dir, embedder=make_embedder(args.embedding), eviction_days=None) as store:
+    embedder = make_embedder(args.embedding, model=args.transformer_model)
+    with RawStore(store_dir, embedder=embedder, eviction_days=None) as store:
         hits = memory_search(
             store,
             args.query,
@@ -251,6 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["hash", "transformer"],
         default="hash",
         help="must match the embedder that built the store",
+    )
+    search.add_argument(
+        "--transformer-model",
+        choices=get_args(TransformerModelName),
+        default=DEFAULT_TRANSFORMER_MODEL,
+        help="the transformer's model (transformerModel), as the store was built with",
     )
     search.set_defaults(func=_cmd_search)
 

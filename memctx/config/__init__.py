@@ -9,6 +9,7 @@ from __future__ import annotations
 from .files import load_config
 from .model import (
     DEFAULT_CONFIG,
+    DEFAULT_TRANSFORMER_MODEL,
     CompactionConfig,
     ContextPruningConfig,
     HardClearConfig,
@@ -20,6 +21,7 @@ from .model import (
     PlannerConfig,
     SoftTrimConfig,
     TemporalDecayConfig,
+    TransformerModelName,
     defaults,
     parse_duration,
 )

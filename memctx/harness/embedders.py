@@ -12,20 +12,25 @@ embedding.
 
 from __future__ import annotations
 
+from memctx.config import DEFAULT_TRANSFORMER_MODEL, TransformerModelName
 from memctx.retrieval import CachedEmbedder, Embedder, make_embedder
 
 __all__ = ["job_embedder"]
 
-_SHARED: dict[str, Embedder] = {}
+_SHARED: dict[tuple[str, str], Embedder] = {}
 
 
-def job_embedder(kind: str) -> Embedder:
-    """The embedder of one job: ``kind`` is ``"hash"`` or ``"transformer"``."""
-    if kind not in _SHARED:
+def job_embedder(kind: str, model: TransformerModelName = DEFAULT_TRANSFORMER_MODEL) -> Embedder:
+    """The embedder of one job: ``kind`` is ``"hash"`` or ``"transformer"``, ``model`` the
+    transformer's (``transformerModel``)."""
+    key = (kind, model if kind == "transformer" else "")
+    if key not in _SHARED:
         if kind == "transformer":
-            _SHARED[kind] = CachedEmbedder(make_embedder("transformer"), cache_queries=False)
+            _SHARED[key] = CachedEmbedder(
+                make_embedder("transformer", model=model), cache_queries=False
+            )
         else:
-            _SHARED[kind] = make_embedder("hash")
-    shared = _SHARED[kind]
+            _SHARED[key] = make_embedder("hash")
+    shared = _SHARED[key]
     # This job's own query cache, warmed by this job only, never by another's run.
     return CachedEmbedder(shared, cache_queries=True) if kind == "transformer" else shared

@@ -337,7 +337,7 @@ def run_scenario(
         counter,
         infos,
         clock,
-        embedder=job_embedder(embedding) if searches else None,
+        embedder=job_embedder(embedding, config.transformer_model) if searches else None,
         wait_for_background=True,
     )
     chosen = build_strategy(strategy, setup)

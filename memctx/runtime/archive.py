@@ -157,7 +157,11 @@ class Archive:
                 cache = None
                 if self._config.embedding_model == "transformer":
                     cache = self._dir / "embeddings.cache"
-                embedder = make_embedder(self._config.embedding_model, cache_path=cache)
+                embedder = make_embedder(
+                    self._config.embedding_model,
+                    cache_path=cache,
+                    model=self._config.transformer_model,
+                )
                 self._embedder = embedder
             self._raw = RawStore(
                 self._dir,
@@ -639,9 +643,12 @@ class Archive:
         }
         if self._raw is not None:
             out["raw_store"] = self._raw.stats()
+            embedder = self._raw.embedder
             out["embedder"] = {
-                "name": getattr(self._raw.embedder, "name", "?"),
-                "fallback_reason": getattr(self._raw.embedder, "fallback_reason", None),
+                "name": getattr(embedder, "name", "?"),
+                "version": getattr(embedder, "version", "?"),  # the transformer: its model
+                "dim": getattr(embedder, "dim", None),
+                "fallback_reason": getattr(embedder, "fallback_reason", None),
             }
         if self._knowledge is not None:
             out["knowledge"] = self._knowledge.stats()

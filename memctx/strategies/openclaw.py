@@ -76,7 +76,8 @@ class OpenClawStrategy(BaseStrategy):
         self.compactor = AgentCompactor(self.compaction)
         self.memory = MemoryFiles(
             setup.store_dir / "workspace",
-            embedder=setup.embedder or make_embedder(self.config.embedding_model),
+            embedder=setup.embedder
+            or make_embedder(self.config.embedding_model, model=self.config.transformer_model),
             clock=setup.clock,
             config=self.config.memory_search,
         )

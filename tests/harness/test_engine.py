@@ -12,6 +12,8 @@ import pytest
 from helpers.eval_sessions import scenario, session
 
 from memctx.config import MemoryContextConfig
+from memctx.harness import embedders as embedders_module
+from memctx.harness import engine as engine_module
 from memctx.harness.engine import ScenarioResult, run_scenario
 from memctx.harness.ledger import ContextLedger
 from memctx.harness.scenario import Scenario
@@ -20,6 +22,7 @@ from memctx.messages import recalled_block_text
 from memctx.messages.anatomy import InfoCache
 from memctx.messages.pairing import pairing_violations
 from memctx.messages.tokens import estimate_message_tokens
+from memctx.retrieval import HashEmbedder
 from memctx.strategies import Messages, Prepared, register_strategy, strategy_names
 from memctx.strategies.full import FullStrategy
 
@@ -264,3 +267,39 @@ def test_cli_replays_a_transcript_through_a_strategy(
     printed = capsys.readouterr().out
     assert "compaction" in printed  # the per-call lines mark where the agent compacted
     assert main([*args, "nope"]) == 2
+
+
+def test_the_transformer_model_setting_reaches_the_jobs_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[tuple[str, str]] = []
+
+    def recording(kind: str, model: str = "all-MiniLM-L6-v2") -> HashEmbedder:
+        asked.append((kind, model))
+        return HashEmbedder()
+
+    monkeypatch.setattr(engine_module, "job_embedder", recording)
+    config = MemoryContextConfig().with_overrides({"transformerModel": "all-mpnet-base-v2"})
+    _run(tmp_path, "memory-context", "transformer", config=config)
+    _run(tmp_path, "memory-context", "transformer")
+    assert asked == [("transformer", "all-mpnet-base-v2"), ("transformer", "all-MiniLM-L6-v2")]
+
+
+def test_one_shared_embedder_per_kind_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[tuple[str, str]] = []
+
+    def building(kind: str, *, model: str = "all-MiniLM-L6-v2") -> HashEmbedder:
+        built.append((kind, model))
+        return HashEmbedder()
+
+    monkeypatch.setattr(embedders_module, "make_embedder", building)
+    monkeypatch.setattr(embedders_module, "_SHARED", {})
+    for model in ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "all-MiniLM-L6-v2"):
+        embedders_module.job_embedder("transformer", model)  # type: ignore[arg-type]
+    embedders_module.job_embedder("hash", "all-mpnet-base-v2")
+    embedders_module.job_embedder("hash")
+    assert built == [
+        ("transformer", "all-MiniLM-L6-v2"),
+        ("transformer", "all-mpnet-base-v2"),
+        ("hash", "all-MiniLM-L6-v2"),
+    ]

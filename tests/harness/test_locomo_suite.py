@@ -20,8 +20,10 @@ from memctx.harness.locomo import (
     run_locomo_suite,
     turns_in,
 )
+from memctx.harness.locomo import suite as suite_module
 from memctx.harness.metrics import aggregate
 from memctx.harness.report import locomo_chart
+from memctx.retrieval import Embedder, HashEmbedder
 
 
 @pytest.mark.dataset
@@ -150,3 +152,27 @@ def test_a_conversation_played_through_the_strategies_is_judged_like_any_scenari
     rows = played[1][1].probes
     assert rows[0].question == scenario.probes[0].question
     assert rows[0].answers == list(scenario.probes[0].answers)
+
+
+@pytest.mark.dataset
+def test_a_transformer_model_of_choice_is_named_in_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[tuple[str, str]] = []
+
+    def building(kind: str, *, model: str = "all-MiniLM-L6-v2") -> Embedder:
+        built.append((kind, model))
+        return HashEmbedder()  # the rows' labels are at stake here, not the model's figures
+
+    monkeypatch.setattr(suite_module, "make_embedder", building)
+    rows = run_locomo_suite(
+        dataset_path("locomo", "locomo7.json"),
+        embeddings=("transformer",),
+        budgets=(500,),
+        ks=(5,),
+        limit=1,
+        dates=("timestamp",),
+        transformer_model="all-mpnet-base-v2",
+    )
+    assert built == [("transformer", "all-mpnet-base-v2")]
+    assert {r.embedding for r in rows} == {"transformer (all-mpnet-base-v2)"}

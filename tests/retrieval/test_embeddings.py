@@ -196,7 +196,7 @@ def test_make_embedder_uses_the_transformer_when_it_loads(transformer: Transform
 # --------------------------------------------------------------------------------- fallback
 
 
-def _broken_loader() -> object:
+def _broken_loader(model: object) -> object:
     raise OSError("model files missing")
 
 

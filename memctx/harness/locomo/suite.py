@@ -37,7 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from memctx.config import MemoryContextConfig
+from memctx.config import DEFAULT_TRANSFORMER_MODEL, MemoryContextConfig, TransformerModelName
 from memctx.messages import estimate_tokens, is_recalled_block, message_text
 from memctx.retrieval import CachedEmbedder, Embedder, make_embedder
 from memctx.runtime import MemoryContext
@@ -130,6 +130,7 @@ def run_locomo_suite(
     ks: Sequence[int] = LOCOMO_KS,
     limit: int | None = None,
     dates: Sequence[Dates] = DATES,
+    transformer_model: TransformerModelName = DEFAULT_TRANSFORMER_MODEL,
 ) -> list[LocomoRow]:
     """Run the suite (module docstring) on the LoCoMo file at ``path``.
 
@@ -142,13 +143,18 @@ def run_locomo_suite(
         limit: The first N conversations only (a quick slice), ``None`` for all.
         dates: Where the messages carry their dates (:func:`.product.conversation_messages`),
             each measured on its own.
+        transformer_model: The ``transformer`` embedder's model (``transformerModel``); a
+            model other than the default is named in the rows' embedder.
     """
     conversations = load_locomo(path)[:limit]
     rows: list[LocomoRow] = []
     for embedding in embeddings:
         # Each question is asked on eight paths: its vector is computed once (this suite
         # measures recall, not the hook's latency).
-        embedder = CachedEmbedder(make_embedder(embedding))
+        embedder = CachedEmbedder(make_embedder(embedding, model=transformer_model))
+        label: str = embedding
+        if embedding == "transformer" and transformer_model != DEFAULT_TRANSFORMER_MODEL:
+            label = f"transformer ({transformer_model})"
         for where in dates:
             tallies = {("recall block", b): _Tally() for b in budgets}
             tallies.update({("memory_search", k): _Tally() for k in ks})
@@ -156,7 +162,7 @@ def run_locomo_suite(
                 for conv in conversations:
                     store = Path(tmp) / conv.sample_id
                     _one_conversation(conv, embedder, store, budgets, ks, tallies, where)
-            rows += [t.row(embedding, where, p, s) for (p, s), t in tallies.items()]
+            rows += [t.row(label, where, p, s) for (p, s), t in tallies.items()]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "locomo.md").write_text(
