@@ -201,12 +201,14 @@ def unpack_model(
                     raise ModelUnavailable(f"{name} is not in the model's archive") from exc
                 out_path = scratch / rel
                 out_path.parent.mkdir(parents=True, exist_ok=True)
-                digest = hashlib.sha256()
+                digest, got = hashlib.sha256(), 0
                 with archive.open(info) as src, open(out_path, "wb") as out:
-                    while chunk := src.read(_READ_CHUNK):
+                    # At most one chunk past the expected size: an entry that inflates
+                    # without end is refused, not written until the disk is full.
+                    while got <= size and (chunk := src.read(_READ_CHUNK)):
                         digest.update(chunk)
                         out.write(chunk)
-                got = out_path.stat().st_size
+                        got += len(chunk)
                 if got != size or digest.hexdigest() != sha256:
                     raise ModelUnavailable(
                         f"{name} in the model's archive is not the published file "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import re
 import zipfile
 from pathlib import Path
 from typing import get_args
@@ -104,6 +105,17 @@ def test_unpack_refuses_a_file_that_is_not_the_published_one(tmp_path: Path) -> 
     with pytest.raises(ModelUnavailable, match=r"sub/weights\.bin.*not the published file"):
         unpack_model(_pieces(tmp_path, _archive(tampered)), "model", _listing(FILES), target)
     assert list(target.parent.iterdir()) == []  # nothing half-written is left to be loaded
+
+
+def test_unpack_stops_reading_an_entry_past_its_size(tmp_path: Path) -> None:
+    # A highly compressible entry far larger than listed: read no further than a chunk past.
+    huge = FILES | {"sub/weights.bin": bytes(50 << 20)}
+    target = tmp_path / "cache" / "model-1"
+    with pytest.raises(ModelUnavailable, match=r"sub/weights\.bin.*not the published file") as err:
+        unpack_model(_pieces(tmp_path, _archive(huge)), "model", _listing(FILES), target)
+    read = re.search(r"\((\d+) bytes", str(err.value))
+    assert read is not None and int(read[1]) <= len(FILES["sub/weights.bin"]) + (1 << 20)
+    assert not target.exists()
 
 
 def test_unpack_refuses_a_missing_file_and_broken_pieces(tmp_path: Path) -> None:
