@@ -540,7 +540,7 @@ def make_embedder(
     inner: Embedder
     reason: str | None = None
     if kind == "hash":
-        inner = HashEmbedder(dim or TRANSFORMER_DIM)
+        inner = HashEmbedder(TRANSFORMER_DIM if dim is None else dim)
     else:
         transformer = TransformerEmbedder(model=model)
         if dim is not None and dim != transformer.dim:

@@ -17,6 +17,7 @@ index, and this module finds its files.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import os
@@ -160,7 +161,7 @@ class _Concatenated(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         done = 0
         while done < len(view) and self._pos < self._size:
-            i = max(n for n, start in enumerate(self._starts) if start <= self._pos)
+            i = bisect.bisect_right(self._starts, self._pos) - 1  # the piece holding _pos
             f = self._files[i]
             f.seek(self._pos - self._starts[i])
             got = f.readinto(view[done:])

@@ -229,6 +229,8 @@ def test_transformer_raises_unavailable_and_remembers() -> None:
 
 
 def test_make_embedder_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least 8, got 0"):
+        make_embedder("hash", dim=0)  # a bad width is refused, not read as "the default"
     plain = make_embedder("hash", dim=128)
     assert plain.name == "hash" and plain.fallback_reason is None and plain.dim == 128
     cached = make_embedder("hash", cache_path=tmp_path / "emb.cache")
